@@ -1,0 +1,20 @@
+"""haystack-dcsr: sentence-aware dense retrieval (DCSR) and MEQ-aware query encoders for Haystack 1.x.
+
+Importing the package registers its nodes with Haystack, so YAML pipelines can name them
+(``type: DCSRRetriever``, ``type: SentencePreprocessor``, ``type: QueryEncoder``).
+"""
+from haystack_dcsr.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.preprocessor import SentencePreprocessor
+from haystack_dcsr.query_encoder import QueryEncoder
+from haystack_dcsr.retriever import DCSRRetriever
+from haystack_dcsr.splitting import SentenceSplitter
+
+__all__ = [
+    "DCSRRetriever",
+    "QueryEncoder",
+    "SentencePreprocessor",
+    "SentenceSplitter",
+    "hasans_scores",
+    "sentence_probabilities",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,49 @@
+"""HasAns: from retrieved sentence scores to passage scores (DCSR, Eq. "HasAns").
+
+The top-N sentence scores of a query are turned into probabilities with a softmax, and a passage
+P scores ``HasAns(P) = 1 - prod_{i in P} (1 - p_i)``: the probability that at least one of its
+retrieved sentences holds the answer. Computed in log space, ``log prod(1 - p_i) = sum log1p(-p_i)``,
+so a passage whose sentences all have tiny p keeps full precision, and ranking uses that log sum
+(lower = better), which still separates passages whose HasAns rounds to 1.0.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+
+class PassageScores(NamedTuple):
+    """Passages of one query, best first."""
+
+    passages: np.ndarray  # passage keys (whatever ints the caller used)
+    hasans: np.ndarray  # HasAns in [0, 1]
+    log_none: np.ndarray  # log prod(1 - p_i): the ranking key, ascending
+    sentence_probabilities: np.ndarray  # p_i of each input sentence, in input order
+
+
+def sentence_probabilities(scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Softmax of raw inner products over the last axis, in float64."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    logits = np.asarray(scores, dtype=np.float64) / temperature
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def hasans_scores(scores: np.ndarray, passage_keys: np.ndarray, temperature: float = 1.0) -> PassageScores:
+    """HasAns of every passage that has at least one of the retrieved sentences.
+
+    :param scores: raw inner products of the N retrieved sentences.
+    :param passage_keys: the passage (int key) of each of those sentences.
+    """
+    scores = np.asarray(scores)
+    if scores.size == 0:
+        empty = np.zeros(0)
+        return PassageScores(np.zeros(0, dtype=np.asarray(passage_keys).dtype), empty, empty, empty)
+    probabilities = sentence_probabilities(scores, temperature)
+    passages, inverse = np.unique(passage_keys, return_inverse=True)
+    with np.errstate(divide="ignore"):
+        log_none = np.bincount(inverse, weights=np.log1p(-probabilities), minlength=len(passages))
+    order = np.argsort(log_none, kind="stable")
+    log_none = log_none[order]
+    return PassageScores(passages[order], -np.expm1(log_none), log_none, probabilities)

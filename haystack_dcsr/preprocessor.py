@@ -1,0 +1,98 @@
+"""SentencePreprocessor: the Haystack node that turns passages into DCSR's sentence Documents."""
+import logging
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+from haystack.nodes.base import BaseComponent
+from haystack.schema import Document
+from tqdm.auto import tqdm
+
+from haystack_dcsr.sentence_docs import assemble_passage, group_by_passage, sentence_documents
+from haystack_dcsr.splitting import SentenceSplitter
+
+logger = logging.getLogger(__name__)
+
+
+class SentencePreprocessor(BaseComponent):
+    """Splits passage Documents into sentence Documents linked to their passage.
+
+    Place it after Haystack's ``PreProcessor`` (which cuts ~100-word passages) and before the
+    document store or a ``DCSRRetriever`` in an indexing pipeline::
+
+        pipeline.add_node(PreProcessor(split_length=100), name="Cutter", inputs=["File"])
+        pipeline.add_node(SentencePreprocessor(), name="Sentences", inputs=["Cutter"])
+        pipeline.add_node(document_store, name="Store", inputs=["Sentences"])
+
+    Output ``documents`` holds one Document per sentence (id ``<passage_id>#<n>``, the passage's meta,
+    its position and character span); ``passages`` holds the input passages that were indexed and
+    ``skipped`` the ids of documents with no text, which are logged and not indexed.
+
+    :param language: nltk Punkt model used when nltk's ``punkt_tab`` data is installed.
+    :param min_words: merge sentences of at most this many words into the next (0 = off; the
+        DCSR reference code uses 8).
+    :param punkt_params_path: a file written by ``save`` or ``SentenceSplitter.save`` holding Punkt
+        parameters fitted on a corpus (see ``fit``).
+    :param progress_bar: show a tqdm progress bar.
+    """
+
+    outgoing_edges = 1
+
+    def __init__(
+        self,
+        language: str = "english",
+        min_words: int = 0,
+        punkt_params_path: Optional[str] = None,
+        progress_bar: bool = True,
+    ):
+        super().__init__()
+        if punkt_params_path:
+            self.splitter = SentenceSplitter.load(punkt_params_path)
+            self.splitter.min_words = min_words
+        else:
+            self.splitter = SentenceSplitter(language=language, min_words=min_words)
+        self.progress_bar = progress_bar
+
+    def fit(self, documents: List[Document]) -> "SentencePreprocessor":
+        """Learn the corpus' abbreviations (Punkt, unsupervised, offline) before splitting it."""
+        self.splitter.fit(doc.content for doc in documents if isinstance(doc.content, str))
+        return self
+
+    def save(self, path: Union[str, Path]) -> None:
+        """Save the Punkt parameters, to be loaded back with ``punkt_params_path``."""
+        self.splitter.save(path)
+
+    def process(self, documents: List[Document]) -> Dict[str, list]:
+        sentences: List[Document] = []
+        passages: List[Document] = []
+        skipped: List[str] = []
+        for doc in tqdm(documents, disable=not self.progress_bar, desc="Splitting sentences", unit=" docs"):
+            if doc.content_type != "text" or not isinstance(doc.content, str):
+                raise ValueError(f"Document {doc.id!r} has content_type {doc.content_type!r}: only text is supported")
+            spans = self.splitter.spans(doc.content)
+            if not spans:
+                skipped.append(doc.id)
+                continue
+            sentences.extend(sentence_documents(doc, spans))
+            passages.append(doc)
+        if skipped:
+            logger.warning(
+                "SentencePreprocessor skipped %d document(s) with no text: %s%s",
+                len(skipped),
+                ", ".join(skipped[:10]),
+                " ..." if len(skipped) > 10 else "",
+            )
+        return {"documents": sentences, "passages": passages, "skipped": skipped}
+
+    def run(self, documents: List[Document]):  # type: ignore
+        return self.process(documents), "output_1"
+
+    def run_batch(self, documents: Union[List[Document], List[List[Document]]]):  # type: ignore
+        if documents and isinstance(documents[0], list):
+            outputs = [self.process(docs) for docs in documents]  # type: ignore[arg-type]
+            return {key: [output[key] for output in outputs] for key in ("documents", "passages", "skipped")}, "output_1"
+        return self.run(documents)  # type: ignore[arg-type]
+
+    @staticmethod
+    def passages_from_sentences(sentences: List[Document]) -> List[Document]:
+        """Inverse of ``process``: the passages that ``sentences`` (complete per passage) came from."""
+        return [assemble_passage(group) for group in group_by_passage(sentences).values()]

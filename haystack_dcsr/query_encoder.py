@@ -1,0 +1,76 @@
+"""QueryEncoder: the query tower as a Haystack node, loadable and savable on its own.
+
+The query tower is the part the MEQ paper's query-side contrastive loss trains, so it lives in
+its own HF directory: a tower trained with that loss is swapped in by pointing ``model_name_or_path``
+at it, without touching the indexed passages.
+"""
+from pathlib import Path
+from typing import List, Optional, Union
+
+import numpy as np
+from haystack.nodes.base import BaseComponent
+
+from haystack_dcsr.encoder import QueryTower
+from haystack_dcsr.models import DEFAULT_MODEL
+
+
+class QueryEncoder(BaseComponent):
+    """Encodes questions into vectors.
+
+    In a pipeline it adds ``query_embedding`` (or ``query_embeddings`` in ``run_batch``) to the
+    output and passes the query on, e.g. to compare a question with its minimally edited variants::
+
+        encoder = QueryEncoder("path/to/trained/query_encoder")
+        vectors = encoder.encode(["who wrote the first harry potter book?",
+                                  "who wrote the last harry potter book?"])
+
+    :param model_name_or_path: HF model directory (e.g. ``<trainer output>/query_encoder``) or hub name.
+    :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
+        None takes the directory's ``dcsr_encoder.json`` or infers it.
+    :param max_seq_len: maximum query length in tokens (longer queries are truncated).
+    """
+
+    outgoing_edges = 1
+
+    def __init__(
+        self,
+        model_name_or_path: str = DEFAULT_MODEL,
+        pooling: Optional[str] = None,
+        normalize: Optional[bool] = None,
+        max_seq_len: Optional[int] = 64,
+        batch_size: int = 64,
+        use_gpu: bool = True,
+        device: Optional[str] = None,
+        precision: str = "auto",
+        progress_bar: bool = True,
+    ):
+        super().__init__()
+        self.tower = QueryTower(
+            model_name_or_path, pooling=pooling, normalize=normalize, max_length=max_seq_len,
+            device=device, use_gpu=use_gpu, precision=precision,
+        )
+        self.batch_size = batch_size
+        self.progress_bar = progress_bar
+
+    @property
+    def dim(self) -> int:
+        return self.tower.dim
+
+    @property
+    def temperature(self) -> float:
+        return self.tower.config.temperature
+
+    def encode(self, queries: List[str]) -> np.ndarray:
+        """(len(queries), dim) float32; raises ValueError naming an empty query."""
+        show = self.progress_bar and len(queries) > 10 * self.batch_size
+        return self.tower.encode(queries, batch_size=self.batch_size, progress_bar=show)
+
+    def run(self, query: str):  # type: ignore
+        return {"query": query, "query_embedding": self.encode([query])[0]}, "output_1"
+
+    def run_batch(self, queries: List[str]):  # type: ignore
+        return {"queries": queries, "query_embeddings": self.encode(queries)}, "output_1"
+
+    def save(self, directory: Union[str, Path]) -> None:
+        """A HF model directory plus ``dcsr_encoder.json``: load it back with ``QueryEncoder(directory)``."""
+        self.tower.save(directory)
