@@ -15,14 +15,18 @@ from haystack_dcsr.hasans import hasans_scores
 from haystack_dcsr.models import DEFAULT_MODEL, resolve_model_path
 from haystack_dcsr.query_encoder import QueryEncoder
 from haystack_dcsr.sentence_docs import (
-    PASSAGE_ID,
-    SENTENCE_COUNT,
-    SENTENCE_INDEX,
     SUPPORT,
     group_by_passage,
     passage_sentence_ids,
+    position,
 )
-from haystack_dcsr.sentence_search import FaissSentenceSearch, Hits, SentenceSearch, sentence_search_for
+from haystack_dcsr.sentence_search import (
+    FaissSentenceSearch,
+    Hits,
+    SentenceSearch,
+    fetch_documents,
+    sentence_search_for,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -129,13 +133,7 @@ class DCSRRetriever(DenseRetriever):
         Sentences whose passage siblings are not in ``documents`` (a batch boundary of
         ``update_embeddings``) have them read from the document store.
         """
-        for doc in documents:
-            if PASSAGE_ID not in doc.meta:
-                raise ValueError(
-                    f"Document {doc.id!r} is not a DCSR sentence Document (no {PASSAGE_ID!r} in meta): "
-                    "pass passages through SentencePreprocessor before indexing them"
-                )
-        groups = group_by_passage(documents)
+        groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
         complete = self._complete_passages(groups)
         passage_ids = list(complete)
         vectors = self.passage_encoder.encode(
@@ -143,27 +141,29 @@ class DCSRRetriever(DenseRetriever):
             batch_size=self.batch_size,
             progress_bar=self.progress_bar and len(documents) > 1000,
         )
-        row_of: Dict[tuple, int] = {}
-        row = 0
+        first_row, row = {}, 0
         for pid in passage_ids:
-            for doc in complete[pid]:
-                row_of[(pid, doc.meta[SENTENCE_INDEX])] = row
-                row += 1
+            first_row[pid] = row
+            row += len(complete[pid])
         for search in self._searches.values():
             if isinstance(search, FaissSentenceSearch):
                 search.invalidate()
-        return vectors[[row_of[(doc.meta[PASSAGE_ID], doc.meta[SENTENCE_INDEX])] for doc in documents]]
+        rows = [first_row[p.passage_id] + p.index for p in map(position, documents)]
+        return vectors[rows]
 
     def _complete_passages(self, groups: Dict[str, List[Document]]) -> Dict[str, List[Document]]:
-        have = {pid: {doc.meta[SENTENCE_INDEX]: doc for doc in docs} for pid, docs in groups.items()}
-        counts = {pid: int(docs[0].meta[SENTENCE_COUNT]) for pid, docs in groups.items()}
+        have = {pid: {position(doc).index: doc for doc in docs} for pid, docs in groups.items()}
+        counts = {pid: position(docs[0]).count for pid, docs in groups.items()}
         missing = [sid for pid, found in have.items() for j, sid in enumerate(passage_sentence_ids(pid, counts[pid]))
                    if j not in found]
         if missing:
             if self.document_store is None:
-                raise ValueError(f"{len(missing)} sentences of these passages are missing and no document store is set")
-            for doc in self.document_store.get_documents_by_id(missing):
-                have[doc.meta[PASSAGE_ID]][doc.meta[SENTENCE_INDEX]] = doc
+                raise ValueError(
+                    f"{len(missing)} sibling sentences of these passages are not in this batch and the retriever has "
+                    "no document store to read them from: create it with DCSRRetriever(document_store=<the store>)"
+                )
+            for doc in fetch_documents(self.document_store, missing):
+                have[position(doc).passage_id][position(doc).index] = doc
         for pid, found in have.items():
             if len(found) != counts[pid]:
                 raise ValueError(f"Passage {pid!r}: only {len(found)} of its {counts[pid]} sentences could be found")

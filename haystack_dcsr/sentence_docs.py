@@ -6,21 +6,37 @@ where it sits in the passage (so the passage is rebuilt exactly, and encoded who
 therefore a *view* over their sentences: no text is stored twice, and deleting a passage's
 sentences deletes the passage.
 """
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple
 
 from haystack.schema import Document
 
 from haystack_dcsr.splitting import Span
 
-PASSAGE_ID = "dcsr_passage_id"
-SENTENCE_INDEX = "dcsr_sentence_index"
-SENTENCE_COUNT = "dcsr_sentence_count"
-SPAN_START = "dcsr_start"
-SPAN_END = "dcsr_end"
-GAP_BEFORE = "dcsr_gap"  # whitespace between the previous sentence (or passage start) and this one
-TAIL = "dcsr_tail"  # whitespace after the last sentence; stored on the last sentence only
+META = "dcsr"  # one meta entry (a dict) per sentence: one SQL meta row, not seven
 SUPPORT = "dcsr_sentences"  # on returned passages: the retrieved sentences that support them
-DCSR_KEYS = (PASSAGE_ID, SENTENCE_INDEX, SENTENCE_COUNT, SPAN_START, SPAN_END, GAP_BEFORE, TAIL)
+
+
+class SentencePosition(NamedTuple):
+    """Where a sentence Document sits in its passage (``meta["dcsr"]``)."""
+
+    passage_id: str
+    index: int
+    count: int
+    start: int  # character span in the passage
+    end: int
+    gap: str  # whitespace between the previous sentence (or passage start) and this one
+    tail: str  # whitespace after the last sentence ("" on other sentences)
+
+
+def position(doc: Document) -> SentencePosition:
+    info = doc.meta.get(META) if doc.meta else None
+    if not isinstance(info, dict):
+        raise ValueError(
+            f"Document {doc.id!r} is not a DCSR sentence Document (no {META!r} in meta): "
+            "pass passages through SentencePreprocessor before indexing them"
+        )
+    return SentencePosition(**info)
+
 
 ID_SEPARATOR = "#"
 MAX_ID_LENGTH = 100  # Haystack's SQL stores ids in a String(100) column
@@ -49,45 +65,37 @@ def sentence_documents(passage: Document, spans: Sequence[Span]) -> List[Documen
         )
     documents = []
     previous_end = 0
+    meta = {key: value for key, value in passage.meta.items() if key != META}
     for index, (start, end) in enumerate(spans):
-        meta = {key: value for key, value in passage.meta.items() if key not in DCSR_KEYS}
-        meta.update(
-            {
-                PASSAGE_ID: passage.id,
-                SENTENCE_INDEX: index,
-                SENTENCE_COUNT: len(spans),
-                SPAN_START: start,
-                SPAN_END: end,
-                GAP_BEFORE: text[previous_end:start],
-            }
+        tail = text[end:] if index == len(spans) - 1 else ""
+        info = SentencePosition(passage.id, index, len(spans), start, end, text[previous_end:start], tail)
+        documents.append(
+            Document(content=text[start:end], id=sentence_id(passage.id, index), meta={**meta, META: info._asdict()})
         )
-        if index == len(spans) - 1:
-            meta[TAIL] = text[end:]
-        documents.append(Document(content=text[start:end], id=sentence_id(passage.id, index), meta=meta))
         previous_end = end
     return documents
 
 
 def assemble_passage(sentences: Iterable[Document]) -> Document:
     """Rebuild the passage Document (id, exact text, meta) from all of its sentence Documents."""
-    ordered = sorted(sentences, key=lambda doc: doc.meta[SENTENCE_INDEX])
+    ordered = sorted(sentences, key=lambda doc: position(doc).index)
     if not ordered:
         raise ValueError("Cannot assemble a passage from no sentences")
-    first, last = ordered[0].meta, ordered[-1].meta
-    if len(ordered) != first[SENTENCE_COUNT] or [d.meta[SENTENCE_INDEX] for d in ordered] != list(range(len(ordered))):
+    positions = [position(doc) for doc in ordered]
+    first = positions[0]
+    if [p.index for p in positions] != list(range(first.count)):
         raise ValueError(
-            f"Passage {first[PASSAGE_ID]!r} has {first[SENTENCE_COUNT]} sentences but "
-            f"{len(ordered)} were found in the document store"
+            f"Passage {first.passage_id!r} has {first.count} sentences but {len(ordered)} were found in the document store"
         )
-    content = "".join(doc.meta[GAP_BEFORE] + doc.content for doc in ordered) + last.get(TAIL, "")
-    meta = {key: value for key, value in first.items() if key not in DCSR_KEYS and key != "vector_id"}
-    return Document(content=content, id=first[PASSAGE_ID], meta=meta)
+    content = "".join(p.gap + doc.content for p, doc in zip(positions, ordered)) + positions[-1].tail
+    meta = {key: value for key, value in ordered[0].meta.items() if key not in (META, "vector_id")}
+    return Document(content=content, id=first.passage_id, meta=meta)
 
 
 def group_by_passage(sentences: Iterable[Document]) -> Dict[str, List[Document]]:
     groups: Dict[str, List[Document]] = {}
     for doc in sentences:
-        groups.setdefault(doc.meta[PASSAGE_ID], []).append(doc)
+        groups.setdefault(position(doc).passage_id, []).append(doc)
     return groups
 
 

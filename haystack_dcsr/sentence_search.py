@@ -15,13 +15,11 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
 from haystack_dcsr.sentence_docs import (
-    PASSAGE_ID,
-    SENTENCE_COUNT,
-    SENTENCE_INDEX,
     assemble_passage,
     group_by_passage,
     parse_sentence_id,
     passage_sentence_ids,
+    position,
 )
 
 logger = logging.getLogger(__name__)
@@ -53,11 +51,11 @@ class SentenceSearch:
         keys = list(keys)
         wanted = [sid for key in keys for sid in passage_sentence_ids(self.passage_ids[key], self.sentence_counts[key])]
         missing = [sid for sid in wanted if sid not in self._known]
-        fetched = self.document_store.get_documents_by_id(missing, index=self.index) if missing else []
+        fetched = fetch_documents(self.document_store, missing, self.index)
         groups = group_by_passage([self._known[sid] for sid in wanted if sid in self._known] + fetched)
         result = {}
         for key in keys:
-            sentences = sorted(groups.get(self.passage_ids[key], []), key=lambda doc: doc.meta[SENTENCE_INDEX])
+            sentences = sorted(groups.get(self.passage_ids[key], []), key=lambda doc: position(doc).index)
             result[key] = (assemble_passage(sentences), sentences)
         return result
 
@@ -129,10 +127,12 @@ class FaissSentenceSearch(SentenceSearch):
         queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
         if self.document_store.similarity == "cosine":
             queries = queries / np.linalg.norm(queries, axis=1, keepdims=True).clip(min=1e-12)
+        if faiss_index.ntotal == 0:
+            return [_no_hits() for _ in queries]
         if filters:
             allowed = self._allowed_vectors(filters)
             if len(allowed) == 0:
-                return [Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32)) for _ in queries]
+                return [_no_hits() for _ in queries]
             scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed)
         else:
             scores, vector_ids = faiss_index.search(queries, min(top_n, faiss_index.ntotal))
@@ -160,20 +160,51 @@ class StoreSentenceSearch(SentenceSearch):
             )
             keys, sentences, scores = [], [], []
             for doc in docs:
-                passage_id = doc.meta.get(PASSAGE_ID)
-                if passage_id is None:
-                    parse_sentence_id(doc.id)  # raises the explanatory error for non-DCSR documents
-                key = passage_key.get(passage_id)
+                where = position(doc)
+                key = passage_key.get(where.passage_id)
                 if key is None:
-                    key = passage_key[passage_id] = len(self.passage_ids)
-                    self.passage_ids.append(passage_id)
-                    self.sentence_counts.append(int(doc.meta[SENTENCE_COUNT]))
+                    key = passage_key[where.passage_id] = len(self.passage_ids)
+                    self.passage_ids.append(where.passage_id)
+                    self.sentence_counts.append(where.count)
                 self._known[doc.id] = doc
                 keys.append(key)
-                sentences.append(int(doc.meta[SENTENCE_INDEX]))
+                sentences.append(where.index)
                 scores.append(doc.score)
             hits.append(Hits(np.array(scores, dtype=np.float32), np.array(keys, dtype=np.int64), np.array(sentences, dtype=np.int32)))
         return hits
+
+
+def fetch_documents(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> List[Document]:
+    """Documents by id. For SQL-backed stores (FAISS included) reads plain columns instead of ORM
+    objects: Haystack's ``get_documents_by_id`` builds an ORM object per row, milliseconds each,
+    which would dominate query latency when a query reads hundreds of sentences."""
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM, SQLDocumentStore
+
+    if not ids:
+        return []
+    if not isinstance(document_store, SQLDocumentStore):
+        return document_store.get_documents_by_id(ids, index=index)
+    index = index or document_store.index
+    session = document_store.session
+    documents: Dict[str, Document] = {}
+    for start in range(0, len(ids), _SQL_BATCH):
+        chunk = ids[start : start + _SQL_BATCH]
+        rows = session.query(DocumentORM.id, DocumentORM.content, DocumentORM.content_type, DocumentORM.vector_id)
+        for row in rows.filter(DocumentORM.index == index, DocumentORM.id.in_(chunk)):
+            meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
+            documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type, meta=meta)
+        metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.name, MetaDocumentORM.value)
+        for row in metas.filter(MetaDocumentORM.document_index == index, MetaDocumentORM.document_id.in_(chunk)):
+            if row.document_id in documents:
+                documents[row.document_id].meta[row.name] = row.value
+    return list(documents.values())
+
+
+_SQL_BATCH = 5000
+
+
+def _no_hits() -> Hits:
+    return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32))
 
 
 def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None) -> SentenceSearch:

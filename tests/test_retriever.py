@@ -1,0 +1,169 @@
+"""DCSRRetriever mechanics on a tiny random BERT: storage, filters, persistence, bad input."""
+import numpy as np
+import pytest
+from haystack.document_stores import FAISSDocumentStore, InMemoryDocumentStore
+from haystack.schema import Document
+
+from haystack_dcsr import DCSRRetriever, QueryEncoder, SentencePreprocessor
+
+
+def sentences_of(corpus):
+    return SentencePreprocessor(progress_bar=False).process(corpus)["documents"]
+
+
+def faiss_store(tmp_path, dim=32, factory="Flat", name="store"):
+    return FAISSDocumentStore(sql_url=f"sqlite:///{tmp_path / name}.db", embedding_dim=dim,
+                              faiss_index_factory_str=factory, progress_bar=False)
+
+
+def index(store, retriever, corpus, batch_size=None):
+    retriever.document_store = store
+    store.write_documents(sentences_of(corpus))
+    store.update_embeddings(retriever, batch_size=batch_size)
+
+
+@pytest.fixture
+def retriever(tiny_bert):
+    return DCSRRetriever(query_model=tiny_bert, progress_bar=False, top_n_sentences=50)
+
+
+def ranking(documents):
+    return [(d.id, round(d.score, 6)) for d in documents]
+
+
+def test_returns_passages_with_hasans_and_supporting_sentences(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    retriever.document_store = store
+    index(store, retriever, corpus)
+    assert store.get_embedding_count() == 15
+    results = retriever.retrieve("Who discovered penicillin?", top_k=5)
+    assert sorted(d.id for d in results) == sorted(d.id for d in corpus)
+    assert {d.content for d in results} == {d.content for d in corpus}
+    scores = [d.score for d in results]
+    assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
+    for doc in results:
+        support = doc.meta["dcsr_sentences"]
+        assert len(support) == 3 and doc.meta["title"]
+        assert all(s["text"] in doc.content for s in support)
+        # HasAns is exactly 1 - prod(1 - p) of the supporting sentences
+        assert doc.score == pytest.approx(1 - np.prod([1 - s["probability"] for s in support]))
+    assert sum(s["probability"] for d in results for s in d.meta["dcsr_sentences"]) == pytest.approx(1.0)
+
+
+def test_faiss_and_in_memory_stores_rank_identically(tmp_path, retriever, corpus):
+    faiss = faiss_store(tmp_path)
+    memory = InMemoryDocumentStore(embedding_dim=32, similarity="dot_product", progress_bar=False)
+    for store in (faiss, memory):
+        index(store, retriever, corpus)
+    for query in ["largest planet", "capital of Germany"]:
+        a = retriever.retrieve(query, document_store=faiss)
+        b = retriever.retrieve(query, document_store=memory)
+        assert [d.id for d in a] == [d.id for d in b]
+        assert [d.score for d in a] == pytest.approx([d.score for d in b], rel=1e-4)
+
+
+def test_update_embeddings_batches_that_split_passages_give_the_same_vectors(tmp_path, retriever, corpus):
+    whole, split = faiss_store(tmp_path, name="whole"), faiss_store(tmp_path, name="split")
+    index(whole, retriever, corpus)
+    index(split, retriever, corpus, batch_size=2)  # every batch boundary cuts a passage
+    for query in ["bananas", "Fleming"]:
+        a, b = retriever.retrieve(query, document_store=whole), retriever.retrieve(query, document_store=split)
+        assert [d.id for d in a] == [d.id for d in b]
+        assert [d.score for d in a] == pytest.approx([d.score for d in b], rel=1e-4)
+
+
+@pytest.mark.parametrize("factory", ["Flat", "HNSW32", "IVF2,Flat"])
+def test_filters_are_honoured_on_faiss_index_types(tmp_path, retriever, corpus, factory):
+    store = faiss_store(tmp_path, factory=factory)
+    if factory.startswith("IVF"):
+        retriever.document_store = store
+        store.write_documents(sentences_of(corpus))
+        store.train_index(embeddings=np.random.default_rng(0).normal(size=(64, 32)).astype("float32"))
+        store.update_embeddings(retriever)
+    else:
+        index(store, retriever, corpus)
+    results = retriever.retrieve("capital city", top_k=5, filters={"title": ["Paris", "Banana"]}, document_store=store)
+    assert sorted(d.meta["title"] for d in results) == ["Banana", "Paris"]
+    assert retriever.retrieve("x", filters={"title": ["Nowhere"]}, document_store=store) == []
+
+
+def test_filters_per_query_in_retrieve_batch(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    index(store, retriever, corpus)
+    out = retriever.retrieve_batch(["a", "b"], filters=[{"title": ["Jupiter"]}, None], top_k=5, document_store=store)
+    assert [d.meta["title"] for d in out[0]] == ["Jupiter"] and len(out[1]) == 5
+    single = [retriever.retrieve(q, top_k=5, document_store=store) for q in ["c", "d"]]
+    assert [ranking(r) for r in retriever.retrieve_batch(["c", "d"], top_k=5, document_store=store)] == [
+        ranking(r) for r in single]
+
+
+def test_saved_store_and_retriever_give_identical_rankings(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    retriever.document_store = store
+    index(store, retriever, corpus)
+    queries = ["first antibiotic", "Berlin Wall", "gas giant"]
+    before = [ranking(retriever.retrieve(q, top_k=5)) for q in queries]
+    store.save(tmp_path / "index.faiss")
+    retriever.save(tmp_path / "retriever")
+    loaded_store = FAISSDocumentStore.load(tmp_path / "index.faiss")
+    loaded = DCSRRetriever.load(tmp_path / "retriever", document_store=loaded_store, progress_bar=False)
+    assert [ranking(loaded.retrieve(q, top_k=5)) for q in queries] == before
+
+
+def test_new_documents_after_a_query_are_found(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    retriever.document_store = store
+    index(store, retriever, corpus[:2])
+    assert len(retriever.retrieve("anything", top_k=10)) == 2
+    store.write_documents(sentences_of(corpus[2:]))
+    store.update_embeddings(retriever, update_existing_embeddings=False)
+    assert len(retriever.retrieve("anything", top_k=10)) == 5
+
+
+def test_run_indexing_embeds_before_writing(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    output, _ = retriever.run_indexing(sentences_of(corpus))
+    store.write_documents(output["documents"])
+    assert store.get_embedding_count() == 15
+    assert len(retriever.retrieve("planet", document_store=store, top_k=3)) == 3
+
+
+def test_query_encoder_node_can_be_passed_in(tiny_bert, tmp_path, corpus):
+    encoder = QueryEncoder(tiny_bert, progress_bar=False)
+    retriever = DCSRRetriever(query_encoder=encoder, passage_model=tiny_bert, progress_bar=False)
+    assert retriever.query_encoder is encoder
+    output, _ = encoder.run(query="who?")
+    np.testing.assert_allclose(output["query_embedding"], retriever.embed_queries(["who?"])[0])
+
+
+def test_bad_input_gives_clear_errors_and_keeps_the_store(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    retriever.document_store = store
+    index(store, retriever, corpus)
+    with pytest.raises(ValueError, match="Query 0 is empty"):
+        retriever.retrieve("   ")
+    with pytest.raises(ValueError, match="expects 384-dimensional embeddings but the DCSR towers produce 32"):
+        DCSRRetriever(document_store=faiss_store(tmp_path, dim=384, name="other"), query_model=retriever.passage_model)
+    with pytest.raises(ValueError, match="not a DCSR sentence Document"):
+        retriever.embed_documents([Document(content="raw passage")])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        DCSRRetriever(query_model=str(tmp_path / "missing-model"))
+    assert store.get_document_count() == 15 and store.get_embedding_count() == 15
+    assert len(retriever.retrieve("Fleming", top_k=5)) == 5
+
+
+def test_empty_store_returns_nothing(tmp_path, retriever):
+    store = faiss_store(tmp_path)
+    store.update_embeddings(retriever)  # Haystack warns and returns on an empty index
+    assert retriever.retrieve("anything", document_store=store) == []
+    assert retriever.retrieve("anything", document_store=InMemoryDocumentStore(embedding_dim=32)) == []
+
+
+def test_huge_and_non_latin_passages_are_indexed_whole(tmp_path, retriever):
+    huge = Document(content=" ".join(f"Word{i % 50} appears here." for i in range(3334)), id="huge")  # 10,002 words
+    chinese = Document(content="北京是中国的首都。上海是最大的城市。", id="zh")
+    store = faiss_store(tmp_path)
+    index(store, retriever, [huge, chinese])
+    assert store.get_embedding_count() == 3334 + 2
+    found = {d.id: d for d in retriever.retrieve("首都", top_k=2, document_store=store)}
+    assert found["huge"].content == huge.content and found["zh"].content == chinese.content

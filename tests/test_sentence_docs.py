@@ -1,0 +1,80 @@
+import pytest
+from haystack.schema import Document
+
+from haystack_dcsr.preprocessor import SentencePreprocessor
+from haystack_dcsr.sentence_docs import (
+    assemble_passage,
+    parse_sentence_id,
+    sentence_documents,
+    sentence_id,
+)
+from haystack_dcsr.splitting import SentenceSplitter
+
+
+def test_sentence_ids_are_deterministic_and_parse_back():
+    assert sentence_id("abc", 3) == "abc#3"
+    assert parse_sentence_id("a#b#12") == ("a#b", 12)
+    with pytest.raises(ValueError, match="not a DCSR sentence id"):
+        parse_sentence_id("plain-document-id")
+
+
+def test_sentence_documents_link_to_their_passage():
+    passage = Document(content="  One here.  Two there.\n", id="p1", meta={"title": "T"})
+    spans = SentenceSplitter().spans(passage.content)
+    docs = sentence_documents(passage, spans)
+    assert [d.id for d in docs] == ["p1#0", "p1#1"]
+    assert [d.content for d in docs] == ["One here.", "Two there."]
+    assert docs[1].meta["title"] == "T"
+    assert docs[1].meta["dcsr"] == {"passage_id": "p1", "index": 1, "count": 2, "start": 13, "end": 23,
+                                    "gap": "  ", "tail": "\n"}
+    assert docs[0].meta["dcsr"]["tail"] == "" and docs[0].meta["dcsr"]["gap"] == "  "
+
+
+def test_passage_is_rebuilt_exactly_from_shuffled_sentences():
+    text = "\tAlpha beta.  Gamma?\n\nDelta!  "
+    passage = Document(content=text, id="p", meta={"source": "x"})
+    docs = sentence_documents(passage, SentenceSplitter().spans(text))
+    rebuilt = assemble_passage(reversed(docs))
+    assert (rebuilt.content, rebuilt.id, rebuilt.meta) == (text, "p", {"source": "x"})
+
+
+def test_assembling_with_a_missing_sentence_fails_loudly():
+    docs = sentence_documents(Document(content="A b. C d. E f.", id="p"), [(0, 4), (5, 9), (10, 14)])
+    with pytest.raises(ValueError, match="has 3 sentences but 2 were found"):
+        assemble_passage(docs[:2])
+
+
+def test_too_long_passage_id_is_rejected():
+    with pytest.raises(ValueError, match="too long"):
+        sentence_documents(Document(content="A.", id="x" * 99), [(0, 2)])
+
+
+def test_preprocessor_reports_and_skips_empty_documents(caplog, corpus):
+    empty = Document(content="   \n", id="empty-one")
+    out = SentencePreprocessor(progress_bar=False).process(corpus + [empty])
+    assert out["skipped"] == ["empty-one"]
+    assert "skipped 1 document(s) with no text: empty-one" in caplog.text
+    assert len(out["passages"]) == 5 and len(out["documents"]) == 15
+    assert SentencePreprocessor.passages_from_sentences(out["documents"]) == out["passages"]
+
+
+def test_preprocessor_rejects_non_text_documents():
+    import pandas as pd
+
+    table = Document(content=pd.DataFrame({"a": [1]}), content_type="table", id="tbl")
+    with pytest.raises(ValueError, match="'tbl' has content_type 'table'"):
+        SentencePreprocessor(progress_bar=False).process([table])
+
+
+def test_preprocessor_run_batch_keeps_lists_apart(corpus):
+    node = SentencePreprocessor(progress_bar=False)
+    output, edge = node.run_batch(documents=[corpus[:2], corpus[2:]])
+    assert edge == "output_1"
+    assert [len(docs) for docs in output["documents"]] == [6, 9]
+
+
+def test_preprocessor_saves_fitted_punkt(tmp_path, corpus):
+    node = SentencePreprocessor(progress_bar=False).fit(corpus)
+    node.save(tmp_path / "punkt.json")
+    again = SentencePreprocessor(punkt_params_path=str(tmp_path / "punkt.json"), progress_bar=False)
+    assert [d.content for d in again.process(corpus)["documents"]] == [d.content for d in node.process(corpus)["documents"]]
