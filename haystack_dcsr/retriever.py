@@ -21,7 +21,6 @@ from haystack_dcsr.sentence_docs import (
     position,
 )
 from haystack_dcsr.sentence_search import (
-    FaissSentenceSearch,
     Hits,
     SentenceSearch,
     fetch_documents,
@@ -61,6 +60,8 @@ class DCSRRetriever(DenseRetriever):
     :param temperature: softmax temperature; None = the model's (1.0 for raw DCSR dot products as
         in the paper, 0.05 for normalised sentence-transformers vectors).
     :param max_seq_len: tokens per passage window; longer passages are windowed, never cut.
+    :param passage_cache_size: assembled passages kept in memory (LRU) between queries with a
+        ``FAISSDocumentStore``, cleared whenever the index changes; 0 reads every passage from SQL.
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class DCSRRetriever(DenseRetriever):
         device: Optional[str] = None,
         precision: str = "auto",
         progress_bar: bool = True,
+        passage_cache_size: int = 100_000,
     ):
         super().__init__()
         if top_k < 1 or top_n_sentences < 1:
@@ -102,6 +104,7 @@ class DCSRRetriever(DenseRetriever):
         self.temperature = temperature
         self.batch_size = batch_size
         self.progress_bar = progress_bar
+        self.passage_cache_size = passage_cache_size
         self._searches: Dict[tuple, SentenceSearch] = {}
         if document_store is not None:
             check_store_dimension(document_store, self.embedding_dim)
@@ -146,8 +149,7 @@ class DCSRRetriever(DenseRetriever):
             first_row[pid] = row
             row += len(complete[pid])
         for search in self._searches.values():
-            if isinstance(search, FaissSentenceSearch):
-                search.invalidate()
+            search.invalidate()
         rows = [first_row[p.passage_id] + p.index for p in map(position, documents)]
         return vectors[rows]
 
@@ -247,7 +249,7 @@ class DCSRRetriever(DenseRetriever):
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
         key = (id(store), index or store.index)
         if key not in self._searches:
-            self._searches[key] = sentence_search_for(store, index)
+            self._searches[key] = sentence_search_for(store, index, self.passage_cache_size)
         return self._searches[key]
 
     # ---- persistence ----------------------------------------------------------------------------
@@ -258,7 +260,7 @@ class DCSRRetriever(DenseRetriever):
         self.query_encoder.save(save_dir / "query_encoder")
         self.passage_encoder.save(save_dir / "passage_encoder")
         config = {"top_k": self.top_k, "top_n_sentences": self.top_n_sentences, "temperature": self.temperature,
-                  "batch_size": self.batch_size}
+                  "batch_size": self.batch_size, "passage_cache_size": self.passage_cache_size}
         (save_dir / CONFIG_NAME).write_text(json.dumps(config, indent=1))
 
     @classmethod

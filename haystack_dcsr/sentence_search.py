@@ -8,6 +8,7 @@ scan. Only the top_k winning passages are then read from SQL. Other stores go th
 ``query_by_embedding``, which must honour filters and return raw scores.
 """
 import logging
+from collections import OrderedDict
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -36,35 +37,52 @@ class Hits(NamedTuple):
 class SentenceSearch:
     """Top-N sentence search over one index of a document store; see the module docstring."""
 
-    def __init__(self, document_store: BaseDocumentStore, index: Optional[str] = None):
+    def __init__(self, document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0):
         self.document_store = document_store
         self.index = index or document_store.index
         self.passage_ids: List[str] = []
         self.sentence_counts: List[int] = []
         self._known: Dict[str, Document] = {}
+        self.cache_size = cache_size
+        self._cache: "OrderedDict[str, Tuple[Document, List[Document]]]" = OrderedDict()
+
+    def invalidate(self) -> None:
+        """Forget what was read from the store (call after changing it)."""
+        self._cache.clear()
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
         raise NotImplementedError
 
     def fetch_passages(self, keys: Iterable[int]) -> Dict[int, Tuple[Document, List[Document]]]:
         """For each passage key: the passage rebuilt from its sentences, and those sentences in order."""
-        keys = list(keys)
-        wanted = [sid for key in keys for sid in passage_sentence_ids(self.passage_ids[key], self.sentence_counts[key])]
+        result = {}
+        uncached = []
+        for key in keys:
+            cached = self._cache.get(self.passage_ids[key])
+            if cached is None:
+                uncached.append(key)
+            else:
+                self._cache.move_to_end(self.passage_ids[key])
+                result[key] = cached
+        wanted = [sid for key in uncached for sid in passage_sentence_ids(self.passage_ids[key], self.sentence_counts[key])]
         missing = [sid for sid in wanted if sid not in self._known]
         fetched = fetch_documents(self.document_store, missing, self.index)
         groups = group_by_passage([self._known[sid] for sid in wanted if sid in self._known] + fetched)
-        result = {}
-        for key in keys:
+        for key in uncached:
             sentences = sorted(groups.get(self.passage_ids[key], []), key=lambda doc: position(doc).index)
             result[key] = (assemble_passage(sentences), sentences)
+            if self.cache_size:
+                self._cache[self.passage_ids[key]] = result[key]
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
         return result
 
 
 class FaissSentenceSearch(SentenceSearch):
     """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit)."""
 
-    def __init__(self, document_store, index: Optional[str] = None):
-        super().__init__(document_store, index)
+    def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
+        super().__init__(document_store, index, cache_size)
         self._map_key: Optional[Tuple[int, int]] = None
         self._vector_passage = np.zeros(0, dtype=np.int64)
         self._vector_sentence = np.zeros(0, dtype=np.int32)
@@ -77,7 +95,7 @@ class FaissSentenceSearch(SentenceSearch):
         return faiss_index
 
     def invalidate(self) -> None:
-        """Forget the vector map; it is rebuilt on the next search (call after changing the store)."""
+        super().invalidate()
         self._map_key = None
 
     def _refresh(self) -> None:
@@ -85,6 +103,7 @@ class FaissSentenceSearch(SentenceSearch):
         key = (id(faiss_index), faiss_index.ntotal)
         if key == self._map_key:
             return
+        super().invalidate()
         from haystack.document_stores.sql import DocumentORM
 
         rows = (
@@ -147,7 +166,12 @@ class FaissSentenceSearch(SentenceSearch):
 
 
 class StoreSentenceSearch(SentenceSearch):
-    """Any Haystack store with ``query_by_embedding`` (e.g. ``InMemoryDocumentStore``)."""
+    """Any Haystack store with ``query_by_embedding`` (e.g. ``InMemoryDocumentStore``).
+
+    No passage cache: such stores give no cheap signal that their content changed."""
+
+    def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
+        super().__init__(document_store, index, cache_size=0)
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
         self._known = {}
@@ -207,11 +231,11 @@ def _no_hits() -> Hits:
     return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32))
 
 
-def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None) -> SentenceSearch:
+def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0) -> SentenceSearch:
     from haystack.document_stores import FAISSDocumentStore
 
     if isinstance(document_store, FAISSDocumentStore):
-        return FaissSentenceSearch(document_store, index)
+        return FaissSentenceSearch(document_store, index, cache_size)
     return StoreSentenceSearch(document_store, index)
 
 

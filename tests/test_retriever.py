@@ -167,3 +167,20 @@ def test_huge_and_non_latin_passages_are_indexed_whole(tmp_path, retriever):
     assert store.get_embedding_count() == 3334 + 2
     found = {d.id: d for d in retriever.retrieve("首都", top_k=2, document_store=store)}
     assert found["huge"].content == huge.content and found["zh"].content == chinese.content
+
+
+def test_passage_cache_serves_repeats_and_is_cleared_when_the_index_changes(tmp_path, tiny_bert, corpus):
+    cached = DCSRRetriever(query_model=tiny_bert, progress_bar=False, passage_cache_size=3)
+    uncached = DCSRRetriever(query_model=tiny_bert, progress_bar=False, passage_cache_size=0)
+    store = faiss_store(tmp_path)
+    index(store, cached, corpus[:4])
+    for query in ["one", "two", "one"]:
+        assert ranking(cached.retrieve(query, document_store=store)) == ranking(uncached.retrieve(query, document_store=store))
+    search = cached._search_for(store, None)
+    assert len(search._cache) == 3  # bounded
+    changed = Document(content="Paris is in France. It changed. Three sentences.", id=corpus[0].id, meta={"title": "P"})
+    store.write_documents(sentences_of([changed]), duplicate_documents="overwrite")
+    store.update_embeddings(cached)
+    assert len(search._cache) == 0
+    found = {d.id: d.content for d in cached.retrieve("Paris", top_k=4, document_store=store)}
+    assert found[corpus[0].id] == changed.content
