@@ -131,6 +131,33 @@ class Tower:
                 output[rows] = vectors.float().cpu().numpy()
         return output
 
+    def text_windows(self, texts: Sequence[str], what: str = "Text") -> List[Window]:
+        """One vector per text (questions; whole passages for DPR): ``[CLS] (<sent>) text [SEP]``,
+        truncated to ``max_length``, pooled at the marker, at [CLS] or over all tokens."""
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{what} {i} is empty: {text!r}")
+        marker = [self.marker_id] if self.marker_id is not None else []
+        windows = []
+        for row, ids in enumerate(self.tokenize(texts)):
+            input_ids = self.open_ids + marker + ids[: self.budget - len(marker)] + self.close_ids
+            if marker:
+                position = len(self.open_ids)
+                segments = [(row, position, position + 1)]
+            elif self.config.pooling == "cls":
+                segments = [(row, 0, 1)]
+            else:
+                segments = [(row, 0, len(input_ids))]
+            windows.append(Window(input_ids, segments))
+        return windows
+
+    def encode_texts(self, texts: Sequence[str], batch_size: int = 64, progress_bar: bool = False,
+                     what: str = "Text") -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.encode_windows(self.text_windows(texts, what), len(texts), batch_size, progress_bar,
+                                   desc=f"Encoding {what.lower()}s")
+
     def save(self, directory: Union[str, Path]) -> None:
         save_tower(directory, self.tokenizer, self.model, self.config)
 
@@ -186,27 +213,10 @@ class QueryTower(Tower):
     """Encodes questions: ``[CLS] <sent> q [SEP]`` read at the marker (DCSR), or mean/[CLS] pooled."""
 
     def windows(self, queries: Sequence[str]) -> List[Window]:
-        for i, query in enumerate(queries):
-            if not isinstance(query, str) or not query.strip():
-                raise ValueError(f"Query {i} is empty: {query!r}")
-        marker = [self.marker_id] if self.marker_id is not None else []
-        windows = []
-        for row, ids in enumerate(self.tokenize(queries)):
-            input_ids = self.open_ids + marker + ids[: self.budget - len(marker)] + self.close_ids
-            if marker:
-                position = len(self.open_ids)
-                segments = [(row, position, position + 1)]
-            elif self.config.pooling == "cls":
-                segments = [(row, 0, 1)]
-            else:
-                segments = [(row, 0, len(input_ids))]
-            windows.append(Window(input_ids, segments))
-        return windows
+        return self.text_windows(queries, what="Query")
 
     def encode(self, queries: Sequence[str], batch_size: int = 64, progress_bar: bool = False) -> np.ndarray:
-        if len(queries) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self.encode_windows(self.windows(queries), len(queries), batch_size, progress_bar, desc="Encoding queries")
+        return self.encode_texts(queries, batch_size, progress_bar, what="Query")
 
 
 def plan_windows(costs: Sequence[int], budget: int) -> List[Tuple[int, int, int, int]]:

@@ -17,16 +17,19 @@ def answer_tokens(text: str) -> List[str]:
     return _TOKEN.findall("".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
+def normalize_for_matching(text: str) -> str:
+    """Tokens joined by single spaces, padded: a token sequence occurs in a text exactly when its
+    padded form is a substring of the text's padded form (tokens hold no spaces)."""
+    return " " + " ".join(answer_tokens(text)) + " "
+
+
+def contains_answer(normalized_passage: str, normalized_answers: Iterable[str]) -> bool:
+    """``has_answer`` on texts already passed through ``normalize_for_matching`` (fast in loops)."""
+    return any(answer.strip() and answer in normalized_passage for answer in normalized_answers)
+
+
 def has_answer(passage: str, answers: Iterable[str]) -> bool:
-    tokens = answer_tokens(passage)
-    for answer in answers:
-        target = answer_tokens(answer)
-        if not target:
-            continue
-        n = len(target)
-        if any(tokens[i : i + n] == target for i in range(len(tokens) - n + 1)):
-            return True
-    return False
+    return contains_answer(normalize_for_matching(passage), [normalize_for_matching(a) for a in answers])
 
 
 def first_hit_ranks(ranked_passages: Sequence[Sequence[str]], answers: Sequence[Sequence[str]]) -> List[int]:

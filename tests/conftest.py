@@ -36,10 +36,11 @@ QUESTIONS = [
 ]
 
 
-def make_tiny_bert(directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0):
+def make_tiny_bert(directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1):
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
+                        intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=dropout,
+                        attention_probs_dropout_prob=dropout)
     BertModel(config).save_pretrained(directory)
     AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
     EncoderConfig(pooling=pooling, max_length=max_length, normalize=normalize, temperature=temperature).save(directory)
@@ -60,3 +61,35 @@ def tiny_bert_mean(tmp_path_factory):
 @pytest.fixture
 def corpus():
     return [Document(content=text, meta={"title": title}) for title, text in CORPUS]
+
+
+COUNTRIES = ["france", "spain", "italy", "chile", "peru", "kenya", "ghana", "nepal", "laos", "fiji", "oman", "cuba",
+             "mali", "chad", "iran", "iraq", "togo", "benin", "niger", "egypt", "sudan", "yemen", "qatar", "malta"]
+CITIES = ["paris", "madrid", "rome", "lima", "nairobi", "accra", "hanoi", "tokyo", "delhi", "cairo", "doha", "oslo",
+          "bern", "vienna", "prague", "warsaw", "dublin", "lisbon", "athens", "sofia", "riga", "kiev", "minsk", "baku"]
+FILLER = ["the weather there is often mild in spring.", "many tourists visit during the summer months.",
+          "its markets sell fresh fruit every morning.", "the river floods every few years.",
+          "an old railway crosses the northern hills."]
+
+
+def make_records(n=24, seed=0):
+    """Synthetic QA records: each passage names one country's capital among filler sentences; the
+    question asks for it; hard negatives are other countries' passages."""
+    import random
+
+    from trainer.data import Passage, Record
+
+    rng = random.Random(seed)
+    passages = []
+    for i in range(n):
+        country, city = COUNTRIES[i % len(COUNTRIES)], CITIES[i % len(CITIES)]
+        sentences = rng.sample(FILLER, 2) + [f"the capital of {country} is {city}."]
+        rng.shuffle(sentences)
+        passages.append(Passage(title=country, text=" ".join(s.capitalize() for s in sentences), passage_id=f"p{i}"))
+    records = []
+    for i, passage in enumerate(passages):
+        others = [p for j, p in enumerate(passages) if j != i]
+        records.append(Record(question=f"what is the capital of {COUNTRIES[i % len(COUNTRIES)]}?",
+                              answers=[CITIES[i % len(CITIES)]], positives=[passage],
+                              hard_negatives=rng.sample(others, 3)))
+    return records

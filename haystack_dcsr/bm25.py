@@ -1,0 +1,132 @@
+"""SparseBM25DocumentStore: an embedded BM25 store fast enough to mine hard negatives at scale.
+
+Haystack's ``InMemoryDocumentStore(use_bm25=True)`` scores one query at a time through
+``rank_bm25`` (~125 ms a query over SQuAD's 21k paragraphs), so mining 88k training questions
+takes hours. This store keeps the same interface (``BM25Retriever`` works on it unchanged) but
+holds the corpus as a sparse BM25 weight matrix: a batch of queries is one sparse product and a
+top-k partition. Scores follow Lucene/Elasticsearch BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df +
+0.5) / (df + 0.5))), so it is a stand-in for ``ElasticsearchDocumentStore`` when no server runs.
+"""
+import copy
+import logging
+from typing import Dict, List, Optional, Union
+
+import numpy as np
+from haystack.document_stores import InMemoryDocumentStore
+from haystack.document_stores.base import FilterType
+from haystack.errors import DocumentStoreError
+from haystack.schema import Document
+from scipy import sparse
+from scipy.special import expit
+
+logger = logging.getLogger(__name__)
+
+
+class _SparseIndex:
+    """BM25 weights of one index: (documents x terms) CSR, and its vocabulary."""
+
+    def __init__(self, documents: List[Document], tokenize, k1: float, b: float):
+        self.ids = [doc.id for doc in documents]
+        self.vocabulary: Dict[str, int] = {}
+        rows, cols = [], []
+        lengths = np.zeros(len(documents), dtype=np.float64)
+        for row, doc in enumerate(documents):
+            tokens = tokenize(doc.content.lower())
+            lengths[row] = len(tokens)
+            for token in tokens:
+                rows.append(row)
+                cols.append(self.vocabulary.setdefault(token, len(self.vocabulary)))
+        shape = (len(documents), max(len(self.vocabulary), 1))
+        tf = sparse.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=shape)
+        tf.sum_duplicates()
+        df = np.bincount(tf.indices, minlength=shape[1])
+        idf = np.log1p((len(documents) - df + 0.5) / (df + 0.5))
+        norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9)) if len(documents) else lengths
+        row_of_entry = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
+        weights = idf[tf.indices] * tf.data * (k1 + 1) / (tf.data + norm[row_of_entry])
+        self.weights_t = sparse.csr_matrix((weights.astype(np.float32), tf.indices, tf.indptr), shape=shape).T.tocsr()
+
+    def query_matrix(self, queries: List[str], tokenize) -> sparse.csr_matrix:
+        rows, cols = [], []
+        for row, query in enumerate(queries):
+            for token in tokenize(query.lower()):
+                col = self.vocabulary.get(token)
+                if col is not None:
+                    rows.append(row)
+                    cols.append(col)
+        data = np.ones(len(rows), dtype=np.float32)
+        return sparse.csr_matrix((data, (rows, cols)), shape=(len(queries), self.weights_t.shape[0]))
+
+
+class SparseBM25DocumentStore(InMemoryDocumentStore):
+    """In-memory BM25 store for ``BM25Retriever``, scoring query batches as one sparse product.
+
+        store = SparseBM25DocumentStore()
+        store.write_documents(passages)
+        hits = BM25Retriever(store).retrieve_batch(questions, top_k=30)
+
+    :param k1, b: BM25 parameters (Elasticsearch defaults).
+    :param query_batch_size: queries scored together; memory is query_batch_size x documents floats.
+    """
+
+    def __init__(self, index: str = "document", k1: float = 1.2, b: float = 0.75, query_batch_size: int = 512,
+                 duplicate_documents: str = "overwrite", progress_bar: bool = True,
+                 bm25_tokenization_regex: str = r"(?u)\b\w\w+\b"):
+        super().__init__(index=index, use_bm25=True, duplicate_documents=duplicate_documents, progress_bar=progress_bar,
+                         bm25_tokenization_regex=bm25_tokenization_regex, use_gpu=False)
+        self.k1, self.b, self.query_batch_size = k1, b, query_batch_size
+        self._sparse: Dict[str, _SparseIndex] = {}
+
+    def update_bm25(self, index: Optional[str] = None):
+        index = index or self.index
+        documents = [doc for doc in self.indexes.get(index, {}).values() if doc.content_type == "text"]
+        self._sparse[index] = _SparseIndex(documents, self.bm25_tokenization_regex, self.k1, self.b)
+        self.bm25[index] = self._sparse[index]  # marks the index as BM25-ready for Haystack's own checks
+
+    def query(self, query: Optional[str], filters: Optional[FilterType] = None, top_k: int = 10,
+              custom_query: Optional[str] = None, index: Optional[str] = None,
+              headers: Optional[Dict[str, str]] = None, all_terms_must_match: bool = False,
+              scale_score: bool = True) -> List[Document]:
+        if query is None:
+            return []
+        return self.query_batch([query], filters, top_k, custom_query, index, headers, all_terms_must_match,
+                                scale_score)[0]
+
+    def query_batch(self, queries: List[str], filters: Optional[Union[FilterType, List[Optional[FilterType]]]] = None,
+                    top_k: int = 10, custom_query: Optional[str] = None, index: Optional[str] = None,
+                    headers: Optional[Dict[str, str]] = None, all_terms_must_match: bool = False,
+                    scale_score: bool = True) -> List[List[Document]]:
+        index = index or self.index
+        if index not in self._sparse:
+            raise DocumentStoreError(f"No BM25 index for {index!r}: write documents first")
+        if custom_query or all_terms_must_match or headers:
+            raise NotImplementedError("SparseBM25DocumentStore supports plain BM25 queries only")
+        bm25 = self._sparse[index]
+        per_query = filters if isinstance(filters, list) else [filters] * len(queries)
+        allowed = {}
+        for f in per_query:
+            key = repr(f)
+            if f and key not in allowed:
+                keep = {doc.id for doc in self.get_all_documents(index=index, filters=f)}
+                allowed[key] = np.array([doc_id in keep for doc_id in bm25.ids])
+        documents = self.indexes[index]
+        results: List[List[Document]] = []
+        for start in range(0, len(queries), self.query_batch_size):
+            chunk = queries[start : start + self.query_batch_size]
+            scores = (bm25.query_matrix(chunk, self.bm25_tokenization_regex) @ bm25.weights_t).toarray()
+            for row, row_scores in enumerate(scores):
+                f = per_query[start + row]
+                if f:
+                    row_scores = np.where(allowed[repr(f)], row_scores, -np.inf)
+                k = min(top_k, len(row_scores))
+                top = np.argpartition(-row_scores, k - 1)[:k] if k else np.zeros(0, dtype=int)
+                top = top[np.lexsort((top, -row_scores[top]))]  # by score, ties by corpus order
+                hits = []
+                for i in top:
+                    if not np.isfinite(row_scores[i]):
+                        continue
+                    doc = copy.copy(documents[bm25.ids[i]])
+                    doc.score = float(expit(row_scores[i] / 8)) if scale_score else float(row_scores[i])
+                    hits.append(doc)
+                results.append(hits)
+        return results

@@ -1,0 +1,67 @@
+import gzip
+import json
+
+import pytest
+
+from trainer.cli import main
+from trainer.data import DataError, load_records, squad_to_records, write_records
+
+
+def write(path, records, jsonl=True):
+    if jsonl:
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    else:
+        path.write_text(json.dumps(records))
+    return path
+
+
+GOOD = {"question": "who?", "answers": ["Ada"], "positive_ctxs": [{"title": "t", "text": "Ada wrote it."}],
+        "hard_negative_ctxs": [{"title": "n", "text": "Bob did not.", "passage_id": "n1"}],
+        "positive_questions": ["who did?"],
+        "hard_negative_questions": [{"question": "who not?", "answers": ["Bob"],
+                                     "positive_ctxs": [{"text": "Bob did not."}]}]}
+
+
+def test_records_load_from_json_and_jsonl_with_meq_fields(tmp_path):
+    for jsonl in (True, False):
+        report = load_records(write(tmp_path / ("a.jsonl" if jsonl else "a.json"), [GOOD], jsonl))
+        (record,) = report.records
+        assert record.positive_questions == ["who did?"]
+        assert record.negative_questions[0].question == "who not?" and record.negative_questions[0].answers == ["Bob"]
+        assert record.hard_negatives[0].key == "n1"
+
+
+def test_malformed_records_name_the_file_and_record(tmp_path):
+    bad = dict(GOOD, positive_ctxs=[])
+    with pytest.raises(DataError, match=r"b.jsonl: record 1: 'positive_ctxs' must hold at least one passage"):
+        load_records(write(tmp_path / "b.jsonl", [GOOD, bad]))
+    with pytest.raises(DataError, match=r"record 0: negative_questions\[0\]: 'question' must be a non-empty string"):
+        load_records(write(tmp_path / "c.jsonl", [dict(GOOD, negative_questions=[{"answers": []}])]))
+    (tmp_path / "d.jsonl").write_text('{"question": "x"\n')
+    with pytest.raises(DataError, match="d.jsonl: line 1 is not valid JSON"):
+        load_records(tmp_path / "d.jsonl")
+    with pytest.raises(DataError, match="no such file"):
+        load_records(tmp_path / "missing.jsonl")
+
+
+def test_records_whose_positive_lacks_the_answer_are_set_aside(tmp_path, caplog):
+    stray = dict(GOOD, answers=["Zed"])
+    report = load_records(write(tmp_path / "e.jsonl", [GOOD, stray, GOOD]))
+    assert len(report.records) == 2 and report.without_answer_in_positive == [1]
+    assert "1 set aside because no positive passage contains an answer" in caplog.text
+
+
+def test_squad_conversion_round_trips(tmp_path):
+    squad = {"version": "1.1", "data": [{"title": "T", "paragraphs": [
+        {"context": "Ada Lovelace wrote the first program.", "qas": [
+            {"id": "1", "question": "Who wrote the first program?", "answers": [{"text": "Ada Lovelace", "answer_start": 0},
+                                                                               {"text": "Ada Lovelace", "answer_start": 0}]}]}]}]}
+    path = tmp_path / "s.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump(squad, handle)
+    records, passages = squad_to_records(path, id_prefix="dev-")
+    assert records[0].answers == ["Ada Lovelace"] and passages[0].passage_id == "dev-0-0"
+    write_records(records, tmp_path / "out.jsonl")
+    assert load_records(tmp_path / "out.jsonl").records[0].question == "Who wrote the first program?"
+    main(["convert-squad", str(path), str(tmp_path / "cli.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl")])
+    assert json.loads((tmp_path / "corpus.jsonl").read_text())["passage_id"] == "0-0"

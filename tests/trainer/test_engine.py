@@ -1,0 +1,145 @@
+"""The training engine on a tiny random BERT and synthetic data."""
+import json
+import os
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from haystack.document_stores import InMemoryDocumentStore
+from haystack.schema import Document
+
+from conftest import make_records, make_tiny_bert
+from haystack_dcsr import DCSRRetriever, SentencePreprocessor
+from trainer.config import TrainConfig
+from trainer.engine import Trainer
+from trainer.samples import batches, make_batch
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("train_bert"), max_length=128)
+
+
+@pytest.fixture(scope="module")
+def bert_no_dropout(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("train_bert_nd"), max_length=128, dropout=0.0)
+
+
+def config(model, tmp_path, **kwargs):
+    values = dict(base_model=model, output_dir=str(tmp_path / "run"), batch_size=8, lr=1e-3, warmup_steps=0,
+                  max_passage_len=64, max_query_len=32, checkpoint_every=0, log_every=0, seed=3)
+    values.update(kwargs)
+    return TrainConfig(**values)
+
+
+@pytest.fixture(scope="module")
+def trained(bert, tmp_path_factory):
+    """One short DCSR run (marker pooling) shared by the tests below."""
+    records = make_records(24)
+    out = tmp_path_factory.mktemp("trained")
+    trainer = Trainer(config(bert, out, max_steps=150, lr=3e-3, warmup_steps=10), records=records, dev_records=records)
+    before = trainer.validate()
+    history = trainer.train(resume=False)
+    return trainer, records, before, history, trainer.validate(), out / "run"
+
+
+def test_short_run_lowers_the_loss_and_raises_in_batch_accuracy(trained):
+    trainer, records, before, history, after, run = trained
+    first = sum(h["loss"] for h in history[:10]) / 10
+    last = sum(h["loss"] for h in history[-10:]) / 10
+    assert last < 0.5 * first
+    assert after["accuracy"] > before["accuracy"] + 0.3
+    assert after["average_rank"] < before["average_rank"] / 2
+    lines = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert sum("loss" in line for line in lines) == 150
+    assert sum("dev_accuracy" in line for line in lines) == 50  # validation after each of the 50 epochs
+    assert (run / "best" / "query_encoder" / "model.safetensors").is_file()
+
+
+def test_dpr_mode_and_qq_loss_train(bert, tmp_path):
+    records = make_records(16)
+    for record, other in zip(records, records[1:] + records[:1]):
+        record.negative_questions = [other]  # another country's question: a stand-in MEQ
+    trainer = Trainer(config(bert, tmp_path, level="passage", negatives="dpr", qq_form="triplet", max_steps=4),
+                      records=records)
+    history = trainer.train(resume=False)
+    assert all("qq" in h and h["loss"] == pytest.approx(h["qp"] + h["qq"], rel=1e-5) for h in history)
+    assert trainer.passage.config.pooling == "cls"
+
+
+def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):
+    trainer, records, _, _, _, run = trained
+    last = run / "last"
+    retriever = DCSRRetriever(query_model=str(last / "query_encoder"), passage_model=str(last / "passage_encoder"),
+                              progress_bar=False)
+    assert retriever.query_encoder.tower.config.pooling == "marker"
+    assert retriever.query_encoder.temperature == 1.0
+    store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
+    retriever.document_store = store
+    passages = [Document(content=r.positives[0].text, id=r.positives[0].key) for r in records]
+    store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
+    store.update_embeddings(retriever)
+    results = retriever.retrieve_batch([r.question for r in records], top_k=5)
+    top1 = sum(docs[0].id == r.positives[0].key for docs, r in zip(results, records)) / len(records)
+    assert top1 >= 0.25  # random would be 1/24
+
+
+def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monkeypatch):
+    records = make_records(24)
+    straight = Trainer(config(bert, tmp_path / "a", max_steps=6, checkpoint_every=3), records=records)
+    straight.train(resume=False)
+
+    interrupted = Trainer(config(bert, tmp_path / "b", max_steps=6, checkpoint_every=3), records=records)
+    real_step, calls = Trainer.step, {"n": 0}
+
+    def crash_after_three(self, micro_batches):
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        calls["n"] += 1
+        return real_step(self, micro_batches)
+
+    monkeypatch.setattr(Trainer, "step", crash_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        interrupted.train(resume=False)
+    monkeypatch.setattr(Trainer, "step", real_step)
+    resumed = Trainer(config(bert, tmp_path / "b", max_steps=6, checkpoint_every=3), records=records)
+    resumed.train(resume=True)
+    assert resumed.state["global_step"] == 6
+    for a, b in zip(straight.model.state_dict().values(), resumed.model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def _first_step(model, directory, world, rank, port, out):
+    if world > 1:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
+                          LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    trainer = Trainer(config(model, directory, max_steps=1), records=make_records(24))
+    samples = batches(trainer.builder.epoch(trainer.records, 0), trainer.config.batch_size)[0]
+    trainer.model.train()
+    loss, _ = trainer.loss(make_batch(samples))
+    (loss * world).backward()
+    grads = {name: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
+             for name, p in trainer.model.named_parameters()}
+    if rank == 0:
+        torch.save({"loss": float(loss), "grads": grads}, out)
+    if world > 1:
+        torch.distributed.destroy_process_group()
+
+
+def _ddp_worker(rank, model, directory, world, port, out):
+    _first_step(model, directory, world, rank, port, out)
+
+
+def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_path):
+    _first_step(bert_no_dropout, tmp_path / "single", 1, 0, 0, tmp_path / "single.pt")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_ddp_worker, args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt"), nprocs=2, join=True)
+    single, ddp = torch.load(tmp_path / "single.pt"), torch.load(tmp_path / "ddp.pt")
+    assert ddp["loss"] == pytest.approx(single["loss"], rel=1e-5)
+    assert single["grads"].keys() == ddp["grads"].keys()
+    for name in single["grads"]:
+        torch.testing.assert_close(ddp["grads"][name], single["grads"][name], rtol=1e-4, atol=1e-6, msg=name)

@@ -1,0 +1,123 @@
+"""``python -m trainer``: convert data, mine hard negatives, train.
+
+    python -m trainer convert-squad ../shared/data/squad/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
+    python -m trainer mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_bm25.jsonl
+    python -m trainer train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
+    torchrun --nproc_per_node 8 -m trainer train --config trainer/configs/squad_dcsr.yaml
+    python -m trainer mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
+"""
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from trainer.data import DataError, Passage, load_records, squad_to_records, write_records
+
+
+def read_corpus(path: str) -> List[Passage]:
+    passages = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            if line.strip():
+                raw = json.loads(line)
+                if not isinstance(raw.get("text"), str):
+                    raise DataError(f"{path}: line {number + 1}: a passage needs 'text'")
+                passages.append(Passage(title=raw.get("title", ""), text=raw["text"], passage_id=raw.get("passage_id")))
+    return passages
+
+
+def write_corpus(passages: List[Passage], path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for passage in passages:
+            handle.write(json.dumps(passage.to_json(), ensure_ascii=False) + "\n")
+
+
+def convert_squad(args) -> None:
+    records, passages = squad_to_records(args.squad, id_prefix=args.id_prefix)
+    write_records(records, args.out)
+    if args.corpus:
+        write_corpus(passages, args.corpus)
+    print(f"{len(records)} records -> {args.out}; {len(passages)} passages" + (f" -> {args.corpus}" if args.corpus else ""))
+
+
+def mine_bm25(args) -> None:
+    from trainer.mining import bm25_retriever, mine_hard_negatives
+
+    records = load_records(args.records).records
+    start = time.perf_counter()
+    retriever = bm25_retriever(read_corpus(args.corpus), elasticsearch_url=args.elasticsearch_url)
+    indexed = time.perf_counter()
+    mined = mine_hard_negatives(records, retriever, args.out, top_k=args.top_k, keep=args.keep, batch_size=args.batch_size)
+    done = time.perf_counter()
+    print(f"indexed in {indexed - start:.1f}s; mined {mined} questions in {done - indexed:.1f}s -> {args.out}")
+
+
+def mine_dense(args) -> None:
+    from trainer.mining import mine_with_retriever
+
+    mined = mine_with_retriever(args.model, load_records(args.records).records, read_corpus(args.corpus), args.out,
+                                top_k=args.top_k, keep=args.keep)
+    print(f"mined {mined} questions -> {args.out}")
+
+
+def train(args) -> None:
+    from trainer.config import TrainConfig
+    from trainer.engine import Trainer
+
+    config = TrainConfig.from_yaml(args.config, args.set)
+    history = Trainer(config).train(resume=not args.no_resume)
+    if history:
+        print(f"trained {history[-1]['step']} steps; last loss {history[-1]['loss']:.4f}; encoders in {config.output_dir}")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m trainer", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("convert-squad", help="SQuAD v1.1 JSON(.gz) -> DPR-format JSONL (+ corpus JSONL)")
+    p.add_argument("squad")
+    p.add_argument("out")
+    p.add_argument("--corpus", help="also write every paragraph as a corpus JSONL")
+    p.add_argument("--id-prefix", default="", help="prefix for passage ids (e.g. train-)")
+    p.set_defaults(func=convert_squad)
+
+    p = commands.add_parser("mine-bm25", help="add BM25 hard negatives (Haystack BM25Retriever)")
+    p.add_argument("records")
+    p.add_argument("corpus")
+    p.add_argument("out")
+    p.add_argument("--elasticsearch-url", help="use ElasticsearchDocumentStore here instead of the embedded store")
+    p.add_argument("--top-k", type=int, default=30)
+    p.add_argument("--keep", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.set_defaults(func=mine_bm25)
+
+    p = commands.add_parser("mine-dense", help="model-based hard negatives from a trained DCSR (DCSR-hard)")
+    p.add_argument("model", help="a directory with query_encoder/ and passage_encoder/ (e.g. runs/dcsr/best)")
+    p.add_argument("records")
+    p.add_argument("corpus")
+    p.add_argument("out")
+    p.add_argument("--top-k", type=int, default=30)
+    p.add_argument("--keep", type=int, default=30)
+    p.set_defaults(func=mine_dense)
+
+    p = commands.add_parser("train", help="fine-tune the towers (also under torchrun)")
+    p.add_argument("--config", help="YAML file of TrainConfig fields")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint in output_dir")
+    p.set_defaults(func=train)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args.func(args)
+    except DataError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Training configuration: one dataclass, read from YAML, overridable from the command line."""
+import dataclasses
+from pathlib import Path
+from typing import List, Optional, Union
+
+import yaml
+
+from haystack_dcsr.models import DEFAULT_MODEL
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    train_file: str = ""
+    dev_file: Optional[str] = None
+    output_dir: str = "runs/dcsr"
+    # towers
+    base_model: str = DEFAULT_MODEL
+    query_model: Optional[str] = None  # None: base_model
+    passage_model: Optional[str] = None  # None: base_model
+    pooling: Optional[str] = None  # None: marker (sentence level) / cls (passage level)
+    max_query_len: int = 64
+    max_passage_len: int = 256
+    # samples
+    level: str = "sentence"  # sentence = DCSR, passage = DPR
+    negatives: Union[str, List[str]] = "+1 in-passage +1 BM25 random"
+    exclude_adjacent: bool = True
+    mask_false_negatives: bool = True
+    train_meqs: bool = True
+    # optimisation
+    batch_size: int = 16  # questions per global batch (all ranks together)
+    epochs: int = 1
+    max_steps: Optional[int] = None
+    lr: float = 2e-5
+    weight_decay: float = 0.0
+    warmup_steps: int = 100
+    grad_accumulation: int = 1
+    max_grad_norm: float = 2.0
+    precision: str = "auto"  # autocast on CUDA: bf16 where supported, else fp16; fp32 on CPU
+    temperature: float = 1.0
+    # MEQ query-side loss: L = QP + qq_weight * QQ
+    qq_form: Optional[str] = None  # None, infonce, dot or triplet
+    qq_weight: float = 1.0
+    qq_start_epoch: int = 0
+    qq_margin: float = 1.0
+    qq_fallback_positive: str = "dropout"  # without a paraphrase: "dropout" (q again, other dropout mask) or "none"
+    # bookkeeping
+    seed: int = 42
+    checkpoint_every: int = 500
+    log_every: int = 10
+    dev_limit: int = 1000
+    dev_batch_size: int = 32
+
+    def __post_init__(self):
+        if self.level not in ("sentence", "passage"):
+            raise ValueError(f"level must be 'sentence' or 'passage', got {self.level!r}")
+        if self.qq_form not in (None, "infonce", "dot", "triplet"):
+            raise ValueError(f"qq_form must be infonce, dot, triplet or null, got {self.qq_form!r}")
+        if self.qq_fallback_positive not in ("dropout", "none"):
+            raise ValueError(f"qq_fallback_positive must be 'dropout' or 'none', got {self.qq_fallback_positive!r}")
+        if self.batch_size < 1 or self.grad_accumulation < 1:
+            raise ValueError("batch_size and grad_accumulation must be >= 1")
+
+    @property
+    def resolved_pooling(self) -> str:
+        return self.pooling or ("marker" if self.level == "sentence" else "cls")
+
+    @classmethod
+    def from_yaml(cls, path: Optional[Union[str, Path]] = None, overrides: Optional[List[str]] = None) -> "TrainConfig":
+        values = yaml.safe_load(Path(path).read_text()) if path else {}
+        values = values or {}
+        for item in overrides or []:
+            key, sep, raw = item.partition("=")
+            if not sep:
+                raise ValueError(f"Override {item!r} is not key=value")
+            values[key.strip()] = yaml.safe_load(raw)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown config keys: {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)

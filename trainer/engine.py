@@ -1,0 +1,412 @@
+"""The training loop: one code path for CPU, one GPU, and many GPUs or nodes under ``torchrun``.
+
+Every rank builds the same global batch (sampling is seeded), encodes its share of the questions
+and passages, and gathers the others' vectors so every rank scores every question against every
+candidate of the global batch. Gathered copies carry no gradient; each rank's own slice does, and
+the loss is scaled by the world size, so after DDP averages gradients they equal those of one
+process on the whole batch (tested with gloo on CPU).
+"""
+import json
+import logging
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from haystack_dcsr.encoder import PassageEncoder, QueryTower, Tower, Window
+from trainer.config import TrainConfig
+from trainer.data import Record, load_records
+from trainer.losses.qp import QPLoss, positive_ranks
+from trainer.losses.qq import qq_loss
+from trainer.samples import Batch, SampleBuilder, batches, make_batch
+
+logger = logging.getLogger(__name__)
+
+
+class DualEncoder(torch.nn.Module):
+    """Query and passage towers as one module, so DDP sees one forward per step."""
+
+    def __init__(self, query: Tower, passage: Tower):
+        super().__init__()
+        self.query_tower, self.passage_tower = query, passage
+        self.query, self.passage = query.model, passage.model
+
+    def forward(self, query_windows: List[Window], n_queries: int, passage_windows: List[Window], n_rows: int):
+        q = self.query_tower.forward(query_windows, n_queries) if query_windows else None
+        p = self.passage_tower.forward(passage_windows, n_rows) if passage_windows else None
+        return q, p
+
+
+class Distributed:
+    """Rank, world size and the gathering of vectors; trivial in a single process."""
+
+    def __init__(self):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def device(self) -> torch.device:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(self.local_rank)
+            return torch.device("cuda", self.local_rank)
+        return torch.device("cpu")
+
+    def owners(self, n: int) -> List[int]:
+        """Which rank encodes each of ``n`` items: strided, so shares differ by at most one."""
+        return [i % self.world for i in range(n)]
+
+    def gather(self, local: Optional[torch.Tensor], owners: Sequence[int], dim: int, device) -> torch.Tensor:
+        """All rows in global order, given the rank that computed each (``owners``) and this rank's
+        own rows (``local``, in global order). Rows from other ranks carry no gradient."""
+        if local is None:
+            local = torch.zeros((0, dim), device=device)
+        if self.world == 1:
+            return local
+        per_rank = [[i for i, owner in enumerate(owners) if owner == r] for r in range(self.world)]
+        padded = torch.zeros((max(1, *(len(rows) for rows in per_rank)), dim), device=device)
+        padded[: len(local)] = local.detach().float()
+        chunks = [torch.zeros_like(padded) for _ in range(self.world)]
+        dist.all_gather(chunks, padded)
+        rows: List[torch.Tensor] = [None] * len(owners)  # type: ignore[list-item]
+        for rank, indices in enumerate(per_rank):
+            for k, i in enumerate(indices):
+                rows[i] = local[k].float() if rank == self.rank else chunks[rank][k]
+        return torch.stack(rows) if rows else local
+
+    def barrier(self):
+        if self.world > 1:
+            dist.barrier()
+
+
+def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, Tower]:
+    pooling = config.resolved_pooling
+    query = QueryTower(config.query_model or config.base_model, pooling=pooling, normalize=False,
+                       max_length=config.max_query_len, temperature=config.temperature, device=str(device),
+                       precision="fp32")
+    passage_cls = PassageEncoder if config.level == "sentence" else Tower
+    passage = passage_cls(config.passage_model or config.base_model, pooling=pooling, normalize=False,
+                          max_length=config.max_passage_len, temperature=config.temperature, device=str(device),
+                          precision="fp32")
+    return query, passage
+
+
+class Trainer:
+    """Fine-tunes the towers on ``config.train_file``; see ``TrainConfig`` for the knobs."""
+
+    def __init__(self, config: TrainConfig, records: Optional[List[Record]] = None,
+                 dev_records: Optional[List[Record]] = None):
+        self.config = config
+        self.dist = Distributed()
+        self.device = self.dist.device()
+        _seed_everything(config.seed + self.dist.rank)
+        self.records = records if records is not None else self._load(config.train_file)
+        self.dev_records = dev_records if dev_records is not None else (
+            self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
+        self.query, self.passage = build_towers(config, self.device)
+        self.model = DualEncoder(self.query, self.passage)
+        self.ddp = self.model
+        if self.dist.world > 1:
+            self.ddp = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.dist.local_rank] if self.device.type == "cuda" else None,
+                find_unused_parameters=True)
+        self.builder = SampleBuilder(level=config.level, negatives=config.negatives,
+                                     exclude_adjacent=config.exclude_adjacent, train_meqs=config.train_meqs,
+                                     seed=config.seed)
+        self.qp = QPLoss(config.temperature)
+        self.steps_per_epoch = len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
+        self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, config.warmup_steps, self.total_steps)
+        self.amp_dtype = _amp_dtype(self.device, config.precision)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
+        self.output = Path(config.output_dir)
+        self.state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None}
+        self.history: List[Dict] = []
+        self._writer = _tensorboard(self.output / "tensorboard") if self.dist.main else None
+
+    def _load(self, path: str) -> List[Record]:
+        report = load_records(path)
+        if self.dist.main:
+            logger.info(report.summary(path))
+        return report.records
+
+    # ---- one step -------------------------------------------------------------------------------
+
+    def encode_batch(self, batch: Batch, train: bool = True):
+        """Question vectors (+ q+/q- vectors) and candidate vectors of the global batch."""
+        rank, n_q = self.dist.rank, len(batch.questions)
+        question_owner = self.dist.owners(n_q)
+        mine_q = [i for i in range(n_q) if question_owner[i] == rank]
+        qq = self.config.qq_form is not None and train and self.state["epoch"] >= self.config.qq_start_epoch
+        texts = [batch.questions[i] for i in mine_q]
+        paraphrase_of, meq_of = {}, {}
+        if qq:
+            for i in mine_q:
+                paraphrase = batch.paraphrases[i]
+                if paraphrase is None and self.config.qq_fallback_positive == "dropout" and batch.meqs[i] is not None:
+                    paraphrase = batch.questions[i]  # same question, another dropout mask
+                if paraphrase is not None:
+                    paraphrase_of[i] = len(texts)
+                    texts.append(paraphrase)
+            for i in mine_q:
+                if batch.meqs[i] is not None:
+                    meq_of[i] = len(texts)
+                    texts.append(batch.meqs[i])
+        query_windows = self.query.text_windows(texts, what="Question") if texts else []
+
+        passage_owner = self.dist.owners(len(batch.passages))
+        mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank]
+        if self.config.level == "sentence":
+            sentences = [self.builder.sentences(batch.passages[i]) for i in mine_p]
+            passage_windows, n_rows = self.passage.windows(sentences)
+            first_row, row = {}, 0
+            for i, s in zip(mine_p, sentences):
+                first_row[i] = row
+                row += len(s)
+        else:
+            passage_windows = self.passage.text_windows([batch.passages[i].text for i in mine_p], what="Passage")
+            n_rows, first_row = len(mine_p), {i: k for k, i in enumerate(mine_p)}
+
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype != torch.float32):
+            q_vectors, p_rows = self.ddp(query_windows, len(texts), passage_windows, n_rows)
+        dim = self.query.dim
+        questions = self.dist.gather(q_vectors[: len(mine_q)] if mine_q else None, question_owner, dim, self.device)
+        candidate_owner = [passage_owner[p] for p, _ in batch.candidates]
+        mine_c = [c for c, owner in enumerate(candidate_owner) if owner == rank]
+        local_c = None
+        if mine_c:
+            index = [first_row[p] + (s or 0) for p, s in (batch.candidates[c] for c in mine_c)]
+            local_c = p_rows[torch.tensor(index, device=p_rows.device)]
+        candidates = self.dist.gather(local_c, candidate_owner, dim, self.device)
+
+        extra = None
+        if qq:
+            zero = torch.zeros(dim, device=self.device)
+            local_pos = torch.stack([q_vectors[paraphrase_of[i]] if i in paraphrase_of else zero for i in mine_q]) if mine_q else None
+            local_neg = torch.stack([q_vectors[meq_of[i]] if i in meq_of else zero for i in mine_q]) if mine_q else None
+            flags = torch.tensor([[i in paraphrase_of, i in meq_of] for i in mine_q], dtype=torch.float,
+                                 device=self.device).view(-1, 2)
+            q_pos = self.dist.gather(local_pos, question_owner, dim, self.device)
+            q_neg = self.dist.gather(local_neg, question_owner, dim, self.device)
+            has = self.dist.gather(flags, question_owner, 2, self.device).detach().bool()
+            extra = (q_pos, q_neg, has[:, 0], has[:, 1])
+        return questions, candidates, extra
+
+    def loss(self, batch: Batch) -> Tuple[torch.Tensor, Dict[str, float]]:
+        questions, candidates, extra = self.encode_batch(batch)
+        loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)
+        parts = {"qp": float(loss)}
+        if extra is not None:
+            q_pos, q_neg, has_pos, has_neg = extra
+            qq = qq_loss(self.config.qq_form, questions, q_pos, q_neg, has_pos, has_neg,
+                         margin=self.config.qq_margin, temperature=self.config.temperature)
+            loss = loss + self.config.qq_weight * qq
+            parts["qq"] = float(qq)
+        parts["loss"] = float(loss)
+        return loss, parts
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def train(self, resume: bool = True) -> List[Dict]:
+        if resume and (self.output / "checkpoint" / "state.pt").is_file():
+            self.load_checkpoint()
+        if self.dist.main:
+            self.output.mkdir(parents=True, exist_ok=True)
+            (self.output / "config.yaml").write_text(self.config.to_yaml())
+        accumulation = self.config.grad_accumulation
+        bar = tqdm(total=self.total_steps, initial=self.state["global_step"], disable=not self.dist.main,
+                   desc="Training", unit=" steps")
+        while self.state["global_step"] < self.total_steps:
+            epoch = self.state["epoch"]
+            epoch_batches = batches(self.builder.epoch(self.records, epoch), self.config.batch_size)
+            steps = len(epoch_batches) // accumulation
+            while self.state["step_in_epoch"] < steps and self.state["global_step"] < self.total_steps:
+                start = self.state["step_in_epoch"] * accumulation
+                parts = self.step(epoch_batches[start : start + accumulation])
+                self.state["step_in_epoch"] += 1
+                self.state["global_step"] += 1
+                bar.update(1)
+                record = {"step": self.state["global_step"], "epoch": epoch, "lr": self.scheduler.get_last_lr()[0], **parts}
+                self.history.append(record)
+                self._log(record)
+                if self.config.checkpoint_every and self.state["global_step"] % self.config.checkpoint_every == 0:
+                    self.save_checkpoint()
+            if self.state["step_in_epoch"] >= steps:
+                self.end_epoch()
+        bar.close()
+        self.save_encoders(self.output / "last")
+        self.save_checkpoint()
+        return self.history
+
+    def step(self, micro_batches: Sequence[List]) -> Dict[str, float]:
+        self.model.train()
+        totals: Dict[str, float] = {}
+        for k, samples in enumerate(micro_batches):
+            batch = make_batch(samples, self.config.mask_false_negatives)
+            sync = k == len(micro_batches) - 1 or self.dist.world == 1
+            context = self.ddp.no_sync() if not sync else _nullcontext()
+            with context:
+                loss, parts = self.loss(batch)
+                scaled = loss * self.dist.world / len(micro_batches)
+                self.scaler.scale(scaled).backward()
+            for key, value in parts.items():
+                totals[key] = totals.get(key, 0.0) + value / len(micro_batches)
+        self.scaler.unscale_(self.optimizer)
+        if self.config.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return totals
+
+    def end_epoch(self):
+        metrics = self.validate() if self.dev_records else {}
+        if self.dist.main and metrics:
+            metrics["epoch"] = self.state["epoch"]
+            self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
+            best = self.state["best"]
+            if best is None or metrics["average_rank"] < best:
+                self.state["best"] = metrics["average_rank"]
+                self.save_encoders(self.output / "best")
+        self.state["epoch"] += 1
+        self.state["step_in_epoch"] = 0
+
+    @torch.no_grad()
+    def validate(self) -> Dict[str, float]:
+        """In-batch rank of the positive on the dev set: accuracy (rank 1) and average rank."""
+        self.model.eval()
+        builder = SampleBuilder(level=self.config.level, negatives=self.config.negatives,
+                                exclude_adjacent=self.config.exclude_adjacent, train_meqs=False, seed=self.config.seed)
+        builder._sentences = self.builder._sentences
+        ranks = []
+        for samples in batches(builder.epoch(self.dev_records, 0), self.config.dev_batch_size, drop_last=False):
+            batch = make_batch(samples, self.config.mask_false_negatives)
+            questions, candidates, _ = self.encode_batch(batch, train=False)
+            ranks.extend(positive_ranks(questions, candidates, batch.positives, batch.mask).tolist())
+        self.model.train()
+        if not ranks:
+            return {}
+        return {"accuracy": sum(r == 1 for r in ranks) / len(ranks), "average_rank": float(np.mean(ranks)),
+                "questions": len(ranks)}
+
+    # ---- persistence ----------------------------------------------------------------------------
+
+    def save_encoders(self, directory: Path) -> None:
+        """HF directories that DCSRRetriever / QueryEncoder load directly."""
+        if not self.dist.main:
+            return
+        self.query.save(directory / "query_encoder")
+        self.passage.save(directory / "passage_encoder")
+
+    def save_checkpoint(self) -> None:
+        directory = self.output / "checkpoint"
+        directory.mkdir(parents=True, exist_ok=True)
+        torch.save(_rng_state(), directory / f"rng-{self.dist.rank}.pt")
+        if self.dist.main:
+            state = {
+                "query": self.query.model.state_dict(), "passage": self.passage.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(), "state": self.state, "history": self.history,
+            }
+            torch.save(state, directory / "state.tmp")
+            os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
+        self.dist.barrier()
+
+    def load_checkpoint(self) -> None:
+        directory = self.output / "checkpoint"
+        state = torch.load(directory / "state.pt", map_location=self.device, weights_only=True)
+        self.query.model.load_state_dict(state["query"])
+        self.passage.model.load_state_dict(state["passage"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.state, self.history = state["state"], state["history"]
+        rng_file = directory / f"rng-{self.dist.rank}.pt"
+        if rng_file.is_file():
+            _set_rng_state(torch.load(rng_file, weights_only=True))
+        if self.dist.main:
+            logger.info("Resumed from %s at step %d", directory, self.state["global_step"])
+
+    def _log(self, record: Dict) -> None:
+        if not self.dist.main:
+            return
+        self.output.mkdir(parents=True, exist_ok=True)
+        with (self.output / "log.jsonl").open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if self._writer is not None:
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and key != "step":
+                    self._writer.add_scalar(key, value, record["step"])
+        if self.config.log_every and record["step"] % self.config.log_every == 0:
+            logger.info(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
+
+
+def _amp_dtype(device: torch.device, precision: str) -> torch.dtype:
+    if device.type != "cuda" or precision == "fp32":
+        return torch.float32
+    if precision == "fp16":
+        return torch.float16
+    if precision in ("bf16", "auto"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    raise ValueError(f"precision must be auto, fp32, fp16 or bf16, got {precision!r}")
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> Dict:
+    """Plain tensors and lists only, so checkpoints load with ``torch.load(weights_only=True)``."""
+    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    state = {"python": list(random.getstate()), "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position,
+                                                          has_gauss, gauss], "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: Dict) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _tensorboard(directory: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(str(directory))
+    except ImportError:
+        return None
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
