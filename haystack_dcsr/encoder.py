@@ -68,6 +68,9 @@ class Tower:
             self.tokenizer.convert_tokens_to_ids(self.config.marker) if self.config.pooling == "marker" else None
         )
         self.pad_id = self.tokenizer.pad_token_id or 0
+        # CPU inference is fastest with small batches whose activations stay in cache (measured:
+        # ~1,000 tokens a batch beats 32 windows by 1.3x); GPUs want large ones.
+        self.max_batch_tokens = 1024 if self.device.type == "cpu" else 65536
         self._raw_tokenizer = _raw_fast_tokenizer(self.tokenizer)
 
     @property
@@ -117,14 +120,17 @@ class Tower:
     def encode_windows(
         self, windows: List[Window], n_rows: int, batch_size: int = 32, progress_bar: bool = False, desc: str = ""
     ) -> np.ndarray:
-        """Inference over many windows: sorted by length so padding is minimal, batched, no grad."""
+        """Inference over many windows: sorted by length so padding is minimal, no grad, in batches
+        of at most ``batch_size`` windows and ``max_batch_tokens`` padded tokens."""
         output = np.zeros((n_rows, self.dim), dtype=np.float32)
         order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids), reverse=True)
+        lengths = [len(windows[i].input_ids) for i in order]
         with torch.inference_mode(), torch.autocast(
             self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32
         ):
             for batch in tqdm(
-                list(_chunks(order, batch_size)), disable=not progress_bar, desc=desc, unit=" batches", leave=False
+                list(_token_batches(order, lengths, batch_size, self.max_batch_tokens)), disable=not progress_bar,
+                desc=desc, unit=" batches", leave=False,
             ):
                 local, rows = _renumber([windows[i] for i in batch])
                 vectors = self.forward(local, n_rows=len(rows))
@@ -269,9 +275,16 @@ def _flatten(passages: Sequence[Sequence[str]]) -> Iterator[str]:
         yield from sentences
 
 
-def _chunks(items: List[int], size: int) -> Iterator[List[int]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _token_batches(order: List[int], lengths: List[int], size: int, max_tokens: int) -> Iterator[List[int]]:
+    """Consecutive runs of ``order`` (longest first) with at most ``size`` items and at most
+    ``max_tokens`` padded tokens (count x the run's first, longest length)."""
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and end - start < size and (end - start + 1) * lengths[start] <= max_tokens:
+            end += 1
+        yield order[start:end]
+        start = end
 
 
 def _renumber(windows: List[Window]) -> Tuple[List[Window], List[int]]:

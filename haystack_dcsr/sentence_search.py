@@ -154,7 +154,7 @@ class FaissSentenceSearch(SentenceSearch):
                 return [_no_hits() for _ in queries]
             scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed)
         else:
-            scores, vector_ids = faiss_index.search(queries, min(top_n, faiss_index.ntotal))
+            scores, vector_ids = _search(faiss_index, queries, min(top_n, faiss_index.ntotal))
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
             valid = row_ids >= 0
@@ -211,15 +211,20 @@ def fetch_documents(document_store: BaseDocumentStore, ids: List[str], index: Op
     index = index or document_store.index
     session = document_store.session
     documents: Dict[str, Document] = {}
+    # Select by id only and check the index in Python: with "index = ?" in the WHERE clause SQLite
+    # picks the index on that column, which every row shares, and scans the whole table.
     for start in range(0, len(ids), _SQL_BATCH):
         chunk = ids[start : start + _SQL_BATCH]
-        rows = session.query(DocumentORM.id, DocumentORM.content, DocumentORM.content_type, DocumentORM.vector_id)
-        for row in rows.filter(DocumentORM.index == index, DocumentORM.id.in_(chunk)):
-            meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
-            documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type, meta=meta)
-        metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.name, MetaDocumentORM.value)
-        for row in metas.filter(MetaDocumentORM.document_index == index, MetaDocumentORM.document_id.in_(chunk)):
-            if row.document_id in documents:
+        rows = session.query(DocumentORM.id, DocumentORM.index, DocumentORM.content, DocumentORM.content_type,
+                             DocumentORM.vector_id).filter(DocumentORM.id.in_(chunk))
+        for row in rows:
+            if row.index == index:
+                meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
+                documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type, meta=meta)
+        metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.document_index, MetaDocumentORM.name,
+                              MetaDocumentORM.value).filter(MetaDocumentORM.document_id.in_(chunk))
+        for row in metas:
+            if row.document_index == index and row.document_id in documents:
                 documents[row.document_id].meta[row.name] = row.value
     return list(documents.values())
 
@@ -237,6 +242,24 @@ def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] 
     if isinstance(document_store, FAISSDocumentStore):
         return FaissSentenceSearch(document_store, index, cache_size)
     return StoreSentenceSearch(document_store, index)
+
+
+def _search(faiss_index, queries: np.ndarray, k: int):
+    """FAISS search; for a flat inner-product index, one BLAS product over the index's own vectors
+    and a partial sort, which for DCSR's large k (3,000) is several times faster than FAISS's
+    per-query heap."""
+    import faiss
+
+    base = faiss.downcast_index(faiss_index)
+    flat_ip = isinstance(base, faiss.IndexFlat) and base.metric_type == faiss.METRIC_INNER_PRODUCT
+    if not flat_ip or k >= base.ntotal:
+        return faiss_index.search(queries, k)
+    vectors = faiss.rev_swig_ptr(base.get_xb(), base.ntotal * base.d).reshape(base.ntotal, base.d)
+    all_scores = queries @ vectors.T
+    top = np.argpartition(-all_scores, k - 1, axis=1)[:, :k]
+    top_scores = np.take_along_axis(all_scores, top, axis=1)
+    order = np.argsort(-top_scores, axis=1, kind="stable")
+    return np.take_along_axis(top_scores, order, axis=1), np.take_along_axis(top, order, axis=1).astype(np.int64)
 
 
 def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray):
