@@ -181,7 +181,7 @@ class PassageEncoder(Tower):
 
     def windows(self, passages: Sequence[Sequence[str]]) -> Tuple[List[Window], int]:
         """Windows for ``passages`` (each a list of sentences); rows number sentences in order."""
-        flat = [sentence for sentence in _flatten(passages)]
+        flat = list(_flatten(passages))
         tokens = self.tokenize(flat)
         marker = [self.marker_id] if self.marker_id is not None else []
         limit = self.budget - len(marker)

@@ -11,7 +11,7 @@ in an LRU cache that is cleared whenever the index changes. Other stores go thro
 """
 import logging
 from collections import OrderedDict
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType

@@ -6,6 +6,7 @@ candidate of the global batch. Gathered copies carry no gradient; each rank's ow
 the loss is scaled by the world size, so after DDP averages gradients they equal those of one
 process on the whole batch (tested with gloo on CPU).
 """
+import contextlib
 import json
 import logging
 import math
@@ -261,7 +262,7 @@ class Trainer:
         for k, samples in enumerate(micro_batches):
             batch = make_batch(samples, self.config.mask_false_negatives)
             sync = k == len(micro_batches) - 1 or self.dist.world == 1
-            context = self.ddp.no_sync() if not sync else _nullcontext()
+            context = self.ddp.no_sync() if not sync else contextlib.nullcontext()
             with context:
                 loss, parts = self.loss(batch)
                 scaled = loss * self.dist.world / len(micro_batches)
@@ -403,10 +404,3 @@ def _tensorboard(directory: Path):
     except ImportError:
         return None
 
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
