@@ -10,12 +10,9 @@ and the same store settings; DCSR uses mean pooling (its marker is untrained) an
 Prints a table and writes benchmarks/results/zero_shot_squad.json.
 """
 import argparse
-import gzip
 import json
 import os
-import random
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -32,28 +29,9 @@ from haystack.schema import Document  # noqa: E402
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
 from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
+from squad_data import DATA, load_squad  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "squad"
 KS = (1, 5, 20, 100)
-
-
-def load_squad(data_dir: Path, n_passages: int, n_questions: int, seed: int):
-    passages, questions = [], []
-    for split in ("dev", "train"):
-        data = json.load(gzip.open(data_dir / f"{split}-v1.1.json.gz"))["data"]
-        for a, article in enumerate(data):
-            for p, paragraph in enumerate(article["paragraphs"]):
-                passages.append(Document(content=paragraph["context"], id=f"{split}-{a}-{p}",
-                                         meta={"title": article["title"]}))
-                if split == "dev":
-                    for qa in paragraph["qas"]:
-                        questions.append((qa["question"], [ans["text"] for ans in qa["answers"]], f"{split}-{a}-{p}"))
-    sample = random.Random(seed).sample(questions, n_questions)
-    if n_passages < len(passages):  # quick runs: keep the gold passages, fill up with others
-        gold = {pid for _, _, pid in sample}
-        rest = [d for d in passages if d.id not in gold]
-        passages = [d for d in passages if d.id in gold] + random.Random(seed).sample(rest, n_passages - len(gold))
-    return passages, sample
 
 
 def new_store(path: Path) -> FAISSDocumentStore:

@@ -45,6 +45,7 @@ class _SparseIndex:
         row_of_entry = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
         weights = idf[tf.indices] * tf.data * (k1 + 1) / (tf.data + norm[row_of_entry])
         self.weights_t = sparse.csr_matrix((weights.astype(np.float32), tf.indices, tf.indptr), shape=shape).T.tocsr()
+        self.row_of = {doc_id: row for row, doc_id in enumerate(self.ids)}
 
     def query_matrix(self, queries: List[str], tokenize) -> sparse.csr_matrix:
         rows, cols = [], []
@@ -130,3 +131,15 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
                     hits.append(doc)
                 results.append(hits)
         return results
+
+    def score_documents(self, query: str, ids: List[str], index: Optional[str] = None) -> np.ndarray:
+        """Raw BM25 scores of ``query`` for the documents ``ids`` (ranking a fixed candidate set);
+        unknown ids raise ``KeyError`` naming them."""
+        bm25 = self._sparse.get(index or self.index)
+        if bm25 is None:
+            raise DocumentStoreError(f"No BM25 index for {index or self.index!r}: write documents first")
+        missing = [doc_id for doc_id in ids if doc_id not in bm25.row_of]
+        if missing:
+            raise KeyError(f"Documents not in the BM25 index: {missing[:5]}")
+        weights = bm25.weights_t[:, [bm25.row_of[doc_id] for doc_id in ids]]
+        return (bm25.query_matrix([query], self.bm25_tokenization_regex) @ weights).toarray()[0]

@@ -16,7 +16,6 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
-    EncoderConfig,
     load_tower,
     pick_device,
     pick_dtype,
@@ -36,7 +35,7 @@ class Tower:
     """A transformer with a pooling rule: the shared core of the query and passage encoders.
 
     :param model_name_or_path: HF model directory or hub name (all-MiniLM-L6-v2 loads offline).
-    :param pooling / normalize / max_length / temperature: override the directory's
+    :param pooling / normalize / max_length / temperature / level: override the directory's
         ``dcsr_encoder.json`` (see ``EncoderConfig``); None keeps it.
     :param device: torch device; None picks CUDA when available and ``use_gpu``.
     :param precision: ``auto`` (fp32 on CPU, bf16/fp16 on GPU), ``fp32``, ``fp16`` or ``bf16``.
@@ -49,11 +48,13 @@ class Tower:
         normalize: Optional[bool] = None,
         max_length: Optional[int] = None,
         temperature: Optional[float] = None,
+        level: Optional[str] = None,
         device: Optional[str] = None,
         use_gpu: bool = True,
         precision: str = "auto",
     ):
-        overrides = dict(pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature)
+        overrides = dict(pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature,
+                         level=level)
         self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides)
         self.model_name_or_path = model_name_or_path
         self.device = pick_device(device, use_gpu)
@@ -94,7 +95,25 @@ class Tower:
         """Pooled vectors, one per output row, differentiable (the trainer calls this directly).
 
         Rows are numbered by the windows' segments; ``n_rows`` defaults to the largest row + 1.
+        Windows run in length-sorted chunks of at most ``max_batch_tokens`` padded tokens: less
+        padding, and on CPU activations that stay in cache (training included: 1.6x per step).
         """
+        if n_rows is None:
+            n_rows = max(row for window in windows for row, _, _ in window.segments) + 1
+        dim = self.model.config.hidden_size
+        sums = torch.zeros((n_rows, dim), device=self.device)
+        counts = torch.zeros(n_rows, device=self.device)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids), reverse=True)
+        lengths = [len(windows[i].input_ids) for i in order]
+        for chunk in _token_batches(order, lengths, len(order), self.max_batch_tokens):
+            rows, tokens = self._segment_tokens([windows[i] for i in chunk])
+            sums = sums.index_add(0, rows, tokens)
+            counts = counts.index_add(0, rows, torch.ones_like(rows, dtype=torch.float))
+        vectors = sums / counts.clamp(min=1).unsqueeze(1)
+        return F.normalize(vectors, dim=-1) if self.config.normalize else vectors
+
+    def _segment_tokens(self, windows: Sequence[Window]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """One forward pass: the output row of every pooled token and its hidden state (fp32)."""
         length = max(len(w.input_ids) for w in windows)
         input_ids = torch.full((len(windows), length), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(windows), length), dtype=torch.long)
@@ -104,18 +123,12 @@ class Tower:
             attention[b, : len(window.input_ids)] = 1
             for row, start, end in window.segments:
                 segment[b, start:end] = row
-        n_rows = n_rows if n_rows is not None else int(segment.max()) + 1
         hidden = self.model(
             input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device)
         ).last_hidden_state
         flat_segment = segment.view(-1).to(self.device)
         keep = flat_segment >= 0
-        tokens = hidden.reshape(-1, hidden.shape[-1])[keep].float()
-        rows = flat_segment[keep]
-        sums = torch.zeros((n_rows, hidden.shape[-1]), device=self.device).index_add(0, rows, tokens)
-        counts = torch.zeros(n_rows, device=self.device).index_add(0, rows, torch.ones_like(rows, dtype=torch.float))
-        vectors = sums / counts.clamp(min=1).unsqueeze(1)
-        return F.normalize(vectors, dim=-1) if self.config.normalize else vectors
+        return flat_segment[keep], hidden.reshape(-1, hidden.shape[-1])[keep].float()
 
     def encode_windows(
         self, windows: List[Window], n_rows: int, batch_size: int = 32, progress_bar: bool = False, desc: str = ""
@@ -177,11 +190,21 @@ class PassageEncoder(Tower):
     ``max_length`` are cut into overlapping windows of whole sentences; each sentence is pooled
     from one window that holds it with context on both sides where possible. A single sentence
     longer than a window keeps its first ``max_length - 3`` tokens.
+
+    A passage-level tower (``level="passage"``, DPR) reads each passage as one text, as in
+    training; its passages must come unsplit (one "sentence" each).
     """
 
     def windows(self, passages: Sequence[Sequence[str]]) -> Tuple[List[Window], int]:
         """Windows for ``passages`` (each a list of sentences); rows number sentences in order."""
         flat = list(_flatten(passages))
+        if self.config.level == "passage":
+            if any(len(sentences) != 1 for sentences in passages):
+                raise ValueError(
+                    "This passage tower is passage-level (DPR): it encodes whole passages, one vector each. "
+                    "Index with SentencePreprocessor(split_sentences=False) so each passage is one unit."
+                )
+            return self.text_windows(flat, what="Passage"), len(flat)
         tokens = self.tokenize(flat)
         marker = [self.marker_id] if self.marker_id is not None else []
         limit = self.budget - len(marker)

@@ -9,6 +9,8 @@ import re
 import unicodedata
 from typing import Dict, Iterable, List, Sequence
 
+import numpy as np
+
 _TOKEN = re.compile(r"[\w]+|[^\w\s]", re.UNICODE)
 
 
@@ -21,6 +23,13 @@ def normalize_for_matching(text: str) -> str:
     """Tokens joined by single spaces, padded: a token sequence occurs in a text exactly when its
     padded form is a substring of the text's padded form (tokens hold no spaces)."""
     return " " + " ".join(answer_tokens(text)) + " "
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's exact-match normalisation (lower case, no punctuation, no articles, single spaces),
+    accents dropped: for deciding whether two answers are the same answer."""
+    tokens = [t for t in answer_tokens(text) if t.isalnum() or "_" in t]
+    return " ".join(t for t in tokens if t not in ("a", "an", "the"))
 
 
 def contains_answer(normalized_passage: str, normalized_answers: Iterable[str]) -> bool:
@@ -44,3 +53,70 @@ def top_k_accuracy(first_hits: Sequence[int], ks: Iterable[int] = (1, 5, 20, 100
     """Share of questions with an answer-bearing passage in the top k."""
     total = max(len(first_hits), 1)
     return {k: sum(1 for r in first_hits if 0 < r <= k) / total for k in ks}
+
+
+# ---- ranking a fixed candidate set (the MEQ paper's 50-candidate evaluation) ---------------------
+
+
+def rank_of_positive(scores: Sequence[float], positive: int = 0) -> int:
+    """1-based rank of candidate ``positive`` by ``scores`` (higher is better). Ties count against
+    the positive, so a model that scores everything equally gets the worst rank, not the best."""
+    values = np.asarray(scores, dtype=np.float64)
+    others = np.delete(values, positive)
+    return 1 + int(np.sum(others >= values[positive]))
+
+
+def mean_rank(ranks: Sequence[int]) -> float:
+    return float(np.mean(ranks)) if len(ranks) else 0.0
+
+
+def mean_reciprocal_rank(ranks: Sequence[int]) -> float:
+    """MRR; a rank of 0 (not found) contributes 0."""
+    return float(np.mean([1.0 / r if r > 0 else 0.0 for r in ranks])) if len(ranks) else 0.0
+
+
+# ---- contrast consistency over (q, q') pairs -------------------------------------------------------
+
+
+def pair_hits(ranks_q: Sequence[int], ranks_meq: Sequence[int], ks: Iterable[int] = (1, 5, 20, 100)) -> Dict[str, Dict[int, float]]:
+    """Hit@k for the questions, for their MEQs, and for both of a pair at once (consistency)."""
+    if len(ranks_q) != len(ranks_meq):
+        raise ValueError(f"{len(ranks_q)} question ranks but {len(ranks_meq)} MEQ ranks")
+    ks = list(ks)
+    both = [max(a, b) if a > 0 and b > 0 else 0 for a, b in zip(ranks_q, ranks_meq)]
+    return {"q": top_k_accuracy(ranks_q, ks), "meq": top_k_accuracy(ranks_meq, ks), "both": top_k_accuracy(both, ks)}
+
+
+def top_k_overlap(ids_q: Sequence[Sequence[str]], ids_meq: Sequence[Sequence[str]], k: int) -> float:
+    """Mean share of the top-k passages that q and its MEQ have in common (lower: the retriever
+    tells the two questions apart; the MEQ paper reports it next to hit@k)."""
+    if len(ids_q) != len(ids_meq):
+        raise ValueError(f"{len(ids_q)} question rankings but {len(ids_meq)} MEQ rankings")
+    if not len(ids_q):
+        return 0.0
+    return float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in zip(ids_q, ids_meq)]))
+
+
+def query_contrast_accuracy(sim_positive: Sequence[float], sim_negative: Sequence[float]) -> float:
+    """Share of questions closer to their paraphrase q+ than to their MEQ q-: sim(q, q+) > sim(q, q-)."""
+    if len(sim_positive) != len(sim_negative):
+        raise ValueError(f"{len(sim_positive)} positive similarities but {len(sim_negative)} negative ones")
+    if not len(sim_positive):
+        return 0.0
+    return float(np.mean(np.asarray(sim_positive) > np.asarray(sim_negative)))
+
+
+# ---- Haystack Pipeline.eval -------------------------------------------------------------------------
+
+
+def eval_result_hit_ranks(result, node: str = "Retriever") -> Dict[str, int]:
+    """First-hit rank (DPR answer matching) per query from a Haystack ``EvaluationResult``, so
+    ``top_k_accuracy`` / ``mean_reciprocal_rank`` apply to ``Pipeline.eval`` output unchanged."""
+    frame = result[node]
+    frame = frame[frame["type"] == "document"] if "type" in frame else frame
+    ranks: Dict[str, int] = {}
+    for query, rows in frame.sort_values("rank").groupby("query", sort=False):
+        gold = [a for answers in rows["gold_answers"] for a in (answers or [])]
+        ranks[query] = next((int(r) for r, context in zip(rows["rank"], rows["context"])
+                             if has_answer(str(context), gold)), 0)
+    return ranks

@@ -20,6 +20,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MARKER = "<sent>"
 CONFIG_NAME = "dcsr_encoder.json"
 POOLINGS = ("marker", "mean", "cls")
+LEVELS = ("sentence", "passage")
 _OFFLINE_MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 
 
@@ -32,6 +33,10 @@ class EncoderConfig:
     :param normalize: L2-normalise vectors (cosine geometry, as sentence-transformers models expect).
     :param max_length: tokens per forward pass, special tokens included; longer passages are windowed.
     :param temperature: softmax temperature for HasAns suited to this tower's score scale.
+    :param level: what a passage tower's vectors stand for: ``sentence`` (DCSR: one vector per
+        sentence, the passage read whole) or ``passage`` (DPR: one vector per passage, read as a
+        single text exactly as in training; index such towers with
+        ``SentencePreprocessor(split_sentences=False)``).
     """
 
     pooling: str = "marker"
@@ -39,10 +44,13 @@ class EncoderConfig:
     max_length: int = 512
     temperature: float = 1.0
     marker: str = MARKER
+    level: str = "sentence"
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
         if self.max_length < 8:
             raise ValueError(f"max_length must be at least 8, got {self.max_length}")
         if self.temperature <= 0:
@@ -149,12 +157,15 @@ def pick_device(device: Optional[str] = None, use_gpu: bool = True) -> torch.dev
 
 
 def pick_dtype(device: torch.device, precision: str = "auto") -> torch.dtype:
-    """fp32 on CPU; on CUDA bf16 where supported, else fp16 (``auto``)."""
+    """fp32 on CPU; on CUDA bf16 where supported, else fp16 (``auto``). An explicit bf16 on a GPU
+    without it falls back to fp16 rather than failing mid-run."""
     choices = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    if precision in choices:
-        return choices[precision]
-    if precision != "auto":
+    if precision not in choices and precision != "auto":
         raise ValueError(f"precision must be auto, fp32, fp16 or bf16, got {precision!r}")
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.float32
+    if device.type != "cuda":
+        return choices.get(precision, torch.float32)
+    if precision in ("auto", "bf16") and not torch.cuda.is_bf16_supported():
+        if precision == "bf16":
+            logger.warning("This GPU has no bf16: using fp16 instead")
+        return torch.float16
+    return choices.get(precision, torch.bfloat16)

@@ -1,7 +1,7 @@
 """SentencePreprocessor: the Haystack node that turns passages into DCSR's sentence Documents."""
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from haystack.nodes.base import BaseComponent
 from haystack.schema import Document
@@ -32,6 +32,8 @@ class SentencePreprocessor(BaseComponent):
         DCSR reference code uses 8).
     :param punkt_params_path: a file written by ``save`` or ``SentenceSplitter.save`` holding Punkt
         parameters fitted on a corpus (see ``fit``).
+    :param split_sentences: False keeps each passage whole as its one unit: the input that a
+        passage-level (DPR-style) tower needs, served by the same retriever and store.
     :param progress_bar: show a tqdm progress bar.
     """
 
@@ -42,9 +44,11 @@ class SentencePreprocessor(BaseComponent):
         language: str = "english",
         min_words: int = 0,
         punkt_params_path: Optional[str] = None,
+        split_sentences: bool = True,
         progress_bar: bool = True,
     ):
         super().__init__()
+        self.split_sentences = split_sentences
         if punkt_params_path:
             self.splitter = SentenceSplitter.load(punkt_params_path)
             self.splitter.min_words = min_words
@@ -68,7 +72,7 @@ class SentencePreprocessor(BaseComponent):
         for doc in tqdm(documents, disable=not self.progress_bar, desc="Splitting sentences", unit=" docs"):
             if doc.content_type != "text" or not isinstance(doc.content, str):
                 raise ValueError(f"Document {doc.id!r} has content_type {doc.content_type!r}: only text is supported")
-            spans = self.splitter.spans(doc.content)
+            spans = self.splitter.spans(doc.content) if self.split_sentences else _whole(doc.content)
             if not spans:
                 skipped.append(doc.id)
                 continue
@@ -96,3 +100,9 @@ class SentencePreprocessor(BaseComponent):
     def passages_from_sentences(sentences: List[Document]) -> List[Document]:
         """Inverse of ``process``: the passages that ``sentences`` (complete per passage) came from."""
         return [assemble_passage(group) for group in group_by_passage(sentences).values()]
+
+
+def _whole(text: str) -> List[Tuple[int, int]]:
+    """The text without its outer whitespace as one span (none for blank text)."""
+    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+    return [(start, end)] if end > start else []

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from haystack_dcsr.encoder import PassageEncoder, QueryTower, Window, plan_windows
+from haystack_dcsr.encoder import PassageEncoder, QueryTower, plan_windows
 from haystack_dcsr.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
 
 
@@ -133,3 +133,14 @@ def test_bad_encoder_config_values_are_rejected():
         EncoderConfig(pooling="max")
     with pytest.raises(ValueError, match="temperature"):
         EncoderConfig(temperature=0)
+
+
+def test_passage_level_tower_reads_each_passage_as_one_text(tiny_bert):
+    tower = PassageEncoder(tiny_bert, pooling="cls", level="passage", device="cpu")
+    texts = ["Paris is the capital of France. It is large.", "Berlin is in Germany."]
+    vectors = tower.encode([[t] for t in texts])
+    expected = tower.encode_texts(texts)
+    assert vectors.shape == (2, tower.dim)
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    with pytest.raises(ValueError, match="split_sentences=False"):
+        tower.encode([["Paris is the capital.", "It is large."]])

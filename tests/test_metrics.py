@@ -1,6 +1,18 @@
 import pytest
 
-from haystack_dcsr.metrics import answer_tokens, first_hit_ranks, has_answer, top_k_accuracy
+from haystack_dcsr.metrics import (
+    answer_tokens,
+    first_hit_ranks,
+    has_answer,
+    mean_rank,
+    mean_reciprocal_rank,
+    normalize_answer,
+    pair_hits,
+    query_contrast_accuracy,
+    rank_of_positive,
+    top_k_accuracy,
+    top_k_overlap,
+)
 
 
 def test_answer_tokens_are_normalised():
@@ -21,3 +33,43 @@ def test_first_hit_ranks_and_top_k():
     ranks = first_hit_ranks(ranked, [["answer"], ["z"], ["x"]])
     assert ranks == [2, 0, 1]
     assert top_k_accuracy(ranks, ks=(1, 2)) == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3)}
+
+
+def test_rank_of_positive_counts_ties_against_the_positive():
+    assert rank_of_positive([0.9, 0.1, 0.5]) == 1
+    assert rank_of_positive([0.5, 0.9, 0.5, 0.1]) == 3  # one better, one tied
+    assert rank_of_positive([1.0, 1.0, 1.0]) == 3
+    assert rank_of_positive([0.2, 0.3, 0.1], positive=2) == 3
+
+
+def test_mean_rank_and_mrr_by_hand():
+    ranks = [1, 2, 4, 0]
+    assert mean_rank([1, 2, 4]) == pytest.approx(7 / 3)
+    assert mean_reciprocal_rank(ranks) == pytest.approx((1 + 0.5 + 0.25 + 0) / 4)
+    assert mean_reciprocal_rank([]) == 0.0
+
+
+def test_pair_hits_need_both_questions_for_consistency():
+    hits = pair_hits([1, 3, 0, 2], [2, 1, 1, 0], ks=[1, 3])
+    assert hits["q"] == {1: 0.25, 3: 0.75}
+    assert hits["meq"] == {1: 0.5, 3: 0.75}
+    assert hits["both"] == {1: 0.0, 3: 0.5}  # pairs 0 (ranks 1, 2) and 1 (3, 1) are both in the top 3
+    with pytest.raises(ValueError):
+        pair_hits([1], [1, 2])
+
+
+def test_top_k_overlap_by_hand():
+    q = [["a", "b", "c"], ["a", "b", "c"]]
+    meq = [["c", "x", "a"], ["x", "y", "z"]]
+    assert top_k_overlap(q, meq, 3) == pytest.approx((2 / 3 + 0) / 2)
+    assert top_k_overlap(q, meq, 1) == 0.0
+    assert top_k_overlap(q, [["a"], ["b"]], 1) == pytest.approx(0.5)
+
+
+def test_query_contrast_accuracy():
+    assert query_contrast_accuracy([0.9, 0.5, 0.7], [0.8, 0.6, 0.7]) == pytest.approx(1 / 3)  # a tie is a miss
+
+
+def test_normalize_answer_is_squad_exact_match_normalisation():
+    assert normalize_answer("The  Beatles!") == "beatles"
+    assert normalize_answer("Café, an old one") == "cafe old one"

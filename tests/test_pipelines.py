@@ -9,6 +9,7 @@ from haystack.schema import Answer, Label, MultiLabel
 
 import haystack_dcsr  # noqa: F401  (registers the nodes for YAML)
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
+from haystack_dcsr.metrics import eval_result_hit_ranks, top_k_accuracy
 from conftest import QUESTIONS
 
 PIPELINES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
@@ -61,7 +62,7 @@ def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert):
     assert {a.document_ids[0] for a in output["answers"]} <= {d.id for d in output["documents"]}
 
 
-def test_pipeline_eval_reports_recall(minilm_index):
+def test_pipeline_eval_reports_recall_and_feeds_our_metrics(minilm_index):
     from haystack.schema import Document
     from conftest import CORPUS
 
@@ -77,3 +78,7 @@ def test_pipeline_eval_reports_recall(minilm_index):
     assert metrics["recall_single_hit"] == pytest.approx(1.0)
     assert metrics["mrr"] == pytest.approx(1.0)
     assert len(result["Retriever"]) == 2 * len(QUESTIONS)
+    # the same result through DPR-style answer matching: "Banana" is not a token of "Bananas ..."
+    ranks = eval_result_hit_ranks(result, "Retriever")
+    assert ranks == {q: (0 if title == "Banana" else 1) for q, title in QUESTIONS}
+    assert top_k_accuracy(list(ranks.values()), [1]) == {1: 0.8}

@@ -78,3 +78,12 @@ def test_preprocessor_saves_fitted_punkt(tmp_path, corpus):
     node.save(tmp_path / "punkt.json")
     again = SentencePreprocessor(punkt_params_path=str(tmp_path / "punkt.json"), progress_bar=False)
     assert [d.content for d in again.process(corpus)["documents"]] == [d.content for d in node.process(corpus)["documents"]]
+
+
+def test_preprocessor_without_splitting_keeps_each_passage_whole():
+    passage = Document(content="  Paris is big. It is old.\n", id="p1", meta={"title": "Paris"})
+    units = SentencePreprocessor(split_sentences=False, progress_bar=False).process([passage, Document(content=" ", id="e")])
+    [unit] = units["documents"]
+    assert unit.content == "Paris is big. It is old." and unit.id == "p1#0" and unit.meta["title"] == "Paris"
+    assert units["skipped"] == ["e"]
+    assert assemble_passage([unit]).content == passage.content

@@ -16,6 +16,8 @@ from typing import List, Optional
 
 from trainer.data import DataError, Passage, load_records, squad_to_records, write_records
 
+MEQ_THRESHOLD = 0.79  # all-MiniLM-L6-v2: keeps 90% of AmbigQA dev MEQ-like pairs (calibrate-meq: 0.788)
+
 
 def read_corpus(path: str) -> List[Passage]:
     passages = []
@@ -64,6 +66,37 @@ def mine_dense(args) -> None:
     print(f"mined {mined} questions -> {args.out}")
 
 
+def meq_filter(args):
+    from haystack_dcsr.meq import MEQFilter
+
+    return MEQFilter.with_model(args.model, threshold=args.threshold, max_edits=args.max_edits)
+
+
+def calibrate_meq(args) -> None:
+    from trainer.meq_data import ambigqa_pairs
+    from haystack_dcsr.meq import calibrate_threshold
+
+    pairs = ambigqa_pairs(args.ambigqa)
+    threshold = calibrate_threshold(pairs, meq_filter(args).embed, keep=args.keep)
+    print(json.dumps({"reference_pairs": len(pairs), "keep": args.keep, "model": args.model,
+                      "threshold": round(threshold, 4)}))
+
+
+def build_contrast_set(args) -> None:
+    from trainer.meq_data import build_contrast_set as build
+
+    summary = build(load_records(args.records).records, read_corpus(args.corpus), meq_filter(args), args.out_dir,
+                    seed=args.seed)
+    print(json.dumps(summary))
+
+
+def build_meq_augmentation(args) -> None:
+    from trainer.meq_data import build_augmentation
+
+    print(json.dumps(build_augmentation(load_records(args.records).records, meq_filter(args), args.out,
+                                        max_meqs=args.max_meqs)))
+
+
 def train(args) -> None:
     from trainer.config import TrainConfig
     from trainer.engine import Trainer
@@ -103,6 +136,34 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--top-k", type=int, default=30)
     p.add_argument("--keep", type=int, default=30)
     p.set_defaults(func=mine_dense)
+
+    def meq_options(p, threshold=True):
+        p.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder for the cosine rule")
+        if threshold:
+            p.add_argument("--threshold", type=float, default=MEQ_THRESHOLD,
+                           help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)")
+        p.add_argument("--max-edits", type=int, default=3)
+
+    p = commands.add_parser("calibrate-meq", help="the cosine threshold that keeps --keep of AmbigQA's MEQ-like pairs")
+    p.add_argument("ambigqa", help="AmbigQA dev_light.json(.gz)")
+    p.add_argument("--keep", type=float, default=0.9)
+    meq_options(p, threshold=False)
+    p.set_defaults(func=calibrate_meq, threshold=0.0)
+
+    p = commands.add_parser("build-contrast-set", help="mine MEQ pairs; write pairs.jsonl and ranking.jsonl")
+    p.add_argument("records", help="DPR-format records with gold passages (e.g. data/squad_dev.jsonl)")
+    p.add_argument("corpus")
+    p.add_argument("out_dir")
+    p.add_argument("--seed", type=int, default=0)
+    meq_options(p)
+    p.set_defaults(func=build_contrast_set)
+
+    p = commands.add_parser("build-meq-augmentation", help="add mined MEQs (q-) and paraphrases (q+) to training records")
+    p.add_argument("records")
+    p.add_argument("out")
+    p.add_argument("--max-meqs", type=int, default=5)
+    meq_options(p)
+    p.set_defaults(func=build_meq_augmentation)
 
     p = commands.add_parser("train", help="fine-tune the towers (also under torchrun)")
     p.add_argument("--config", help="YAML file of TrainConfig fields")

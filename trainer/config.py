@@ -18,6 +18,7 @@ class TrainConfig:
     query_model: Optional[str] = None  # None: base_model
     passage_model: Optional[str] = None  # None: base_model
     pooling: Optional[str] = None  # None: marker (sentence level) / cls (passage level)
+    normalize: Optional[bool] = None  # None: the base model's own (True for sentence-transformers models)
     max_query_len: int = 64
     max_passage_len: int = 256
     # samples
@@ -36,7 +37,7 @@ class TrainConfig:
     grad_accumulation: int = 1
     max_grad_norm: float = 2.0
     precision: str = "auto"  # autocast on CUDA: bf16 where supported, else fp16; fp32 on CPU
-    temperature: float = 1.0
+    temperature: Optional[float] = None  # QP softmax temperature; None: the base model's own (0.05 cosine, 1.0 dot)
     # MEQ query-side loss: L = QP + qq_weight * QQ
     qq_form: Optional[str] = None  # None, infonce, dot or triplet
     qq_weight: float = 1.0

@@ -92,8 +92,9 @@ def load_records(path: Union[str, Path], require_answer_in_positive: bool = True
     (they would teach the model that answer-free passages are positives).
     """
     report = LoadReport(records=[])
+    shared: Dict[Tuple[str, str, Optional[str]], Passage] = {}
     for number, raw in enumerate(_raw_records(Path(path))):
-        record = parse_record(raw, f"{path}: record {number}")
+        record = _share_passages(parse_record(raw, f"{path}: record {number}"), shared)
         if require_answer_in_positive and record.answers and not any(
             has_answer(p.text, record.answers) for p in record.positives
         ):
@@ -136,6 +137,19 @@ def parse_record(raw: Any, where: str, nested: bool = False) -> Record:
     record.negative_questions = [
         parse_record(m, f"{where}: negative_questions[{i}]", nested=True) for i, m in enumerate(meqs)
     ]
+    return record
+
+
+def _share_passages(record: Record, shared: Dict[Tuple[str, str, Optional[str]], Passage]) -> Record:
+    """Point equal passages of all records at one object: mined files repeat each passage many
+    times (SQuAD train with 10 BM25 negatives: 0.9M copies of 21k passages)."""
+    def one(passage: Passage) -> Passage:
+        return shared.setdefault((passage.title, passage.text, passage.passage_id), passage)
+
+    for name in ("positives", "negatives", "hard_negatives"):
+        setattr(record, name, [one(p) for p in getattr(record, name)])
+    for meq in record.negative_questions:
+        _share_passages(meq, shared)
     return record
 
 

@@ -9,10 +9,8 @@ process on the whole batch (tested with gloo on CPU).
 import contextlib
 import json
 import logging
-import math
 import os
 import random
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -23,6 +21,7 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from haystack_dcsr.encoder import PassageEncoder, QueryTower, Tower, Window
+from haystack_dcsr.models import pick_dtype
 from trainer.config import TrainConfig
 from trainer.data import Record, load_records
 from trainer.losses.qp import QPLoss, positive_ranks
@@ -94,15 +93,14 @@ class Distributed:
             dist.barrier()
 
 
-def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, Tower]:
-    pooling = config.resolved_pooling
-    query = QueryTower(config.query_model or config.base_model, pooling=pooling, normalize=False,
-                       max_length=config.max_query_len, temperature=config.temperature, device=str(device),
-                       precision="fp32")
-    passage_cls = PassageEncoder if config.level == "sentence" else Tower
-    passage = passage_cls(config.passage_model or config.base_model, pooling=pooling, normalize=False,
-                          max_length=config.max_passage_len, temperature=config.temperature, device=str(device),
-                          precision="fp32")
+def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageEncoder]:
+    """Both towers with the config's pooling; normalisation and temperature default to the base
+    model's own (cosine / 0.05 for sentence-transformers models, raw dot / 1.0 otherwise)."""
+    common = dict(pooling=config.resolved_pooling, normalize=config.normalize, temperature=config.temperature,
+                  device=str(device), precision="fp32")
+    query = QueryTower(config.query_model or config.base_model, max_length=config.max_query_len, **common)
+    passage = PassageEncoder(config.passage_model or config.base_model, max_length=config.max_passage_len,
+                             level=config.level, **common)
     return query, passage
 
 
@@ -128,14 +126,14 @@ class Trainer:
         self.builder = SampleBuilder(level=config.level, negatives=config.negatives,
                                      exclude_adjacent=config.exclude_adjacent, train_meqs=config.train_meqs,
                                      seed=config.seed)
-        self.qp = QPLoss(config.temperature)
+        self.qp = QPLoss(self.passage.config.temperature)
         self.steps_per_epoch = len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
         if self.steps_per_epoch == 0:
             raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, config.warmup_steps, self.total_steps)
-        self.amp_dtype = _amp_dtype(self.device, config.precision)
+        self.amp_dtype = pick_dtype(self.device, config.precision)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.output = Path(config.output_dir)
         self.state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None}
@@ -213,14 +211,14 @@ class Trainer:
     def loss(self, batch: Batch) -> Tuple[torch.Tensor, Dict[str, float]]:
         questions, candidates, extra = self.encode_batch(batch)
         loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)
-        parts = {"qp": float(loss)}
+        parts = {"qp": float(loss.detach())}
         if extra is not None:
             q_pos, q_neg, has_pos, has_neg = extra
             qq = qq_loss(self.config.qq_form, questions, q_pos, q_neg, has_pos, has_neg,
-                         margin=self.config.qq_margin, temperature=self.config.temperature)
+                         margin=self.config.qq_margin, temperature=self.qp.temperature)
             loss = loss + self.config.qq_weight * qq
-            parts["qq"] = float(qq)
-        parts["loss"] = float(loss)
+            parts["qq"] = float(qq.detach())
+        parts["loss"] = float(loss.detach())
         return loss, parts
 
     # ---- the loop -------------------------------------------------------------------------------
@@ -358,16 +356,6 @@ class Trainer:
                     self._writer.add_scalar(key, value, record["step"])
         if self.config.log_every and record["step"] % self.config.log_every == 0:
             logger.info(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
-
-
-def _amp_dtype(device: torch.device, precision: str) -> torch.dtype:
-    if device.type != "cuda" or precision == "fp32":
-        return torch.float32
-    if precision == "fp16":
-        return torch.float16
-    if precision in ("bf16", "auto"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    raise ValueError(f"precision must be auto, fp32, fp16 or bf16, got {precision!r}")
 
 
 def _seed_everything(seed: int) -> None:

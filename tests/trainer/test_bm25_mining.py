@@ -5,7 +5,6 @@ import time
 import pytest
 from haystack.nodes import BM25Retriever
 from haystack.schema import Document
-from rank_bm25 import BM25Okapi
 
 from haystack_dcsr.bm25 import SparseBM25DocumentStore
 from trainer.data import Passage, Record
@@ -35,6 +34,16 @@ def test_scores_are_lucene_bm25():
     expected = sorted(((bm25(d, ["cat", "mat"]), str(i)) for i, d in enumerate(tokenized)), key=lambda x: (-x[0], int(x[1])))
     assert [h.id for h in hits][:3] == [i for _, i in expected][:3]
     assert [h.score for h in hits][:3] == pytest.approx([s for s, _ in expected][:3], rel=1e-5)
+
+
+def test_score_documents_equals_the_retrieval_scores_of_a_candidate_set():
+    store = SparseBM25DocumentStore(progress_bar=False)
+    store.write_documents([Document(content=t, id=str(i)) for i, t in enumerate(DOCS)])
+    retrieved = {h.id: h.score for h in store.query("cat mat", top_k=6, scale_score=False)}
+    scores = store.score_documents("cat mat", ["3", "2", "0"])
+    assert scores.tolist() == pytest.approx([retrieved["3"], 0.0, retrieved["0"]], rel=1e-6)
+    with pytest.raises(KeyError, match="nope"):
+        store.score_documents("cat", ["0", "nope"])
 
 
 def test_bm25_retriever_works_on_it_with_filters_and_batches():

@@ -57,7 +57,7 @@ def test_short_run_lowers_the_loss_and_raises_in_batch_accuracy(trained):
     assert (run / "best" / "query_encoder" / "model.safetensors").is_file()
 
 
-def test_dpr_mode_and_qq_loss_train(bert, tmp_path):
+def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
     records = make_records(16)
     for record, other in zip(records, records[1:] + records[:1]):
         record.negative_questions = [other]  # another country's question: a stand-in MEQ
@@ -66,6 +66,29 @@ def test_dpr_mode_and_qq_loss_train(bert, tmp_path):
     history = trainer.train(resume=False)
     assert all("qq" in h and h["loss"] == pytest.approx(h["qp"] + h["qq"], rel=1e-5) for h in history)
     assert trainer.passage.config.pooling == "cls"
+
+    last = tmp_path / "run" / "last"
+    saved = json.loads((last / "passage_encoder" / "dcsr_encoder.json").read_text())
+    assert saved["level"] == "passage" and saved["pooling"] == "cls"
+    retriever = DCSRRetriever(query_model=str(last / "query_encoder"), passage_model=str(last / "passage_encoder"),
+                              progress_bar=False)
+    retriever.document_store = store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
+    passages = [Document(content=r.positives[0].text, id=r.positives[0].key) for r in records]
+    with pytest.raises(ValueError, match="split_sentences=False"):
+        retriever.embed_documents(SentencePreprocessor(progress_bar=False).process(passages[:2])["documents"])
+    units = SentencePreprocessor(split_sentences=False, progress_bar=False).process(passages)["documents"]
+    assert len(units) == len(passages)
+    store.write_documents(units)
+    store.update_embeddings(retriever)
+    # served vectors are the training-time encodings of the whole passage
+    trainer.model.eval()
+    with torch.no_grad():
+        trained_vectors = trainer.passage.forward(trainer.passage.text_windows([p.content for p in passages]))
+    stored = {d.id: d.embedding for d in store.get_all_documents(return_embedding=True)}
+    for passage, vector in zip(passages, trained_vectors):
+        assert stored[passage.id + "#0"] == pytest.approx(vector.numpy(), abs=1e-4)
+    results = retriever.retrieve(records[0].question, top_k=3)
+    assert len(results) == 3 and {d.id for d in results} <= {p.id for p in passages}
 
 
 def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):

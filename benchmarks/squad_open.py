@@ -1,0 +1,303 @@
+"""The SQuAD-open benchmark: every system over all 20,963 SQuAD v1.1 paragraphs, dev questions.
+
+Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
+  bm25         embedded Lucene BM25 (SparseBM25DocumentStore + Haystack's BM25Retriever)
+  er           Haystack EmbeddingRetriever, all-MiniLM-L6-v2 zero-shot (one vector per passage)
+  dcsr-zero    DCSRRetriever, all-MiniLM-L6-v2 zero-shot, mean pooling, HasAns
+  dcsr:DIR     DCSRRetriever with a trainer output (DIR/query_encoder, DIR/passage_encoder)
+  dpr:DIR      the same retriever serving a passage-level (DPR) trainer output, unsplit passages
+  hybrid:A+B   score fusion of two systems above: 0.5 * HasAns/score(A) + 0.5 * min-max BM25(B)
+
+Resumable: each system's ranking is cached under --workdir and reused while the question set is
+the same (delete the file to recompute). Writes JSON, a Markdown table and an SVG plot.
+
+    .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
+        --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+from haystack.document_stores import FAISSDocumentStore  # noqa: E402
+from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
+from haystack.schema import Document  # noqa: E402
+
+from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
+from haystack_dcsr.hasans import hasans_scores  # noqa: E402
+from haystack_dcsr.metrics import (  # noqa: E402
+    first_hit_ranks,
+    mean_rank,
+    mean_reciprocal_rank,
+    pair_hits,
+    query_contrast_accuracy,
+    rank_of_positive,
+    top_k_accuracy,
+    top_k_overlap,
+)
+from haystack_dcsr.models import resolve_model_path  # noqa: E402
+from plot import accuracy_svg  # noqa: E402
+from squad_data import DATA, load_squad  # noqa: E402
+
+KS = (1, 5, 20, 100)
+DEPTH = 100
+Ranked = List[List[Tuple[str, float]]]  # per question: (passage id, score), best first
+DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
+
+
+def faiss_store(path: Path) -> FAISSDocumentStore:
+    return FAISSDocumentStore(sql_url=f"sqlite:///{path}", embedding_dim=384, faiss_index_factory_str="Flat",
+                              similarity="dot_product", duplicate_documents="skip", progress_bar=False)
+
+
+def copies(passages: List[Document]) -> List[Document]:
+    return [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
+
+
+class System:
+    """One indexed system: answers questions (top-100) and scores fixed candidate sets."""
+
+    def __init__(self, kind: str, target: str, passages: List[Document], workdir: Path):
+        self.kind = kind
+        self.store, self.retriever = None, None
+        if kind == "bm25":
+            self.store = SparseBM25DocumentStore(progress_bar=False)
+            self.store.write_documents(copies(passages))
+            self.retriever = BM25Retriever(document_store=self.store, scale_score=False)
+        elif kind == "er":
+            self.store = faiss_store(workdir / "er.db")
+            self.retriever = EmbeddingRetriever(embedding_model=resolve_model_path("all-MiniLM-L6-v2"),
+                                                document_store=self.store, use_gpu=False, progress_bar=False,
+                                                model_format="sentence_transformers")
+            self.store.write_documents(copies(passages))
+            self.store.update_embeddings(self.retriever)
+        elif kind in ("dcsr-zero", "dcsr", "dpr"):
+            self.store = faiss_store(workdir / f"{kind}.db")
+            if kind == "dcsr-zero":
+                self.retriever = DCSRRetriever(document_store=self.store, pooling="mean", use_gpu=False,
+                                               progress_bar=False)
+            else:
+                self.retriever = DCSRRetriever(document_store=self.store, use_gpu=False, progress_bar=False,
+                                               query_model=str(Path(target) / "query_encoder"),
+                                               passage_model=str(Path(target) / "passage_encoder"))
+            units = SentencePreprocessor(split_sentences=kind != "dpr", progress_bar=False).process(passages)
+            self.store.write_documents(units["documents"])
+            self.store.update_embeddings(self.retriever)
+        else:
+            raise ValueError(f"Unknown system kind {kind!r}")
+        self._vectors: Dict[str, np.ndarray] = {}
+
+    def answer(self, texts: List[str]) -> Ranked:
+        results = []
+        for offset in range(0, len(texts), 256):
+            results.extend(self.retriever.retrieve_batch(texts[offset : offset + 256], top_k=DEPTH))
+        return [[(d.id, float(d.score)) for d in docs] for docs in results]
+
+    def query_vectors(self, texts: List[str]) -> np.ndarray:
+        return np.asarray(self.retriever.embed_queries(texts), dtype=np.float32)
+
+    def _passage_vectors(self) -> Dict[str, np.ndarray]:
+        """Every passage's indexed vectors (one per sentence for DCSR), read back from the store."""
+        if not self._vectors:
+            grouped: Dict[str, list] = {}
+            for doc in self.store.get_all_documents_generator(return_embedding=True, batch_size=10_000):
+                passage_id = doc.meta["dcsr"]["passage_id"] if "dcsr" in doc.meta else doc.id
+                grouped.setdefault(passage_id, []).append(doc.embedding)
+            self._vectors = {pid: np.asarray(vs, dtype=np.float32) for pid, vs in grouped.items()}
+        return self._vectors
+
+    def score_candidates(self, question: str, candidates: List[str]) -> np.ndarray:
+        """Scores of fixed candidate passages: BM25; dot product (ER); HasAns over all the
+        candidates' sentences (DCSR, ranked by its log-space key)."""
+        if self.kind == "bm25":
+            return self.store.score_documents(question, candidates)
+        query = self.query_vectors([question])[0]
+        vectors = self._passage_vectors()
+        if self.kind == "er":
+            return np.array([float(vectors[c][0] @ query) for c in candidates])
+        sentence_scores = np.concatenate([vectors[c] @ query for c in candidates])
+        keys = np.concatenate([np.full(len(vectors[c]), n) for n, c in enumerate(candidates)])
+        temperature = self.retriever.temperature or self.retriever.query_encoder.temperature
+        scored = hasans_scores(sentence_scores, keys, temperature)
+        out = np.full(len(candidates), -np.inf)
+        out[scored.passages] = -scored.log_none
+        return out
+
+
+def ranking_metrics(system: System, ranking: List[Dict], pairs: List[Dict]) -> Dict:
+    """MR and MRR of the gold passage among its 50 candidates, for q and for q'; and the share of
+    q closer to a paraphrase q+ than to its MEQ q- (pairs that have a q+; dense systems only)."""
+    out: Dict = {}
+    for role in ("q", "meq"):
+        rows = [r for r in ranking if r["role"] == role]
+        ranks = [rank_of_positive(system.score_candidates(r["question"], r["candidates"])) for r in rows]
+        out[f"ranking_{role}"] = {"MR": mean_rank(ranks), "MRR": mean_reciprocal_rank(ranks), "n": len(ranks)}
+    with_paraphrase = [p for p in pairs if p.get("paraphrase")]
+    if system.kind != "bm25" and with_paraphrase:
+        q = system.query_vectors([p["question"] for p in with_paraphrase])
+        positive = system.query_vectors([p["paraphrase"] for p in with_paraphrase])
+        negative = system.query_vectors([p["meq"] for p in with_paraphrase])
+        out["query_contrast"] = {"accuracy": query_contrast_accuracy((q * positive).sum(1), (q * negative).sum(1)),
+                                 "n": len(with_paraphrase)}
+    return out
+
+
+def pair_metrics(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, str]) -> Dict:
+    """Retrieval over the whole corpus for both questions of each pair: hit@k of q, of q', of both,
+    and the overlap of their top-k passages."""
+    first = {}
+    for role, key, answers in (("q", "question", "answers"), ("meq", "meq", "meq_answers")):
+        first[role] = first_hit_ranks([[texts[pid] for pid, _ in ranked_of[p[key]]] for p in pairs],
+                                      [p[answers] for p in pairs])
+    hits = pair_hits(first["q"], first["meq"], KS)
+    return {"hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
+            "overlap": {str(k): top_k_overlap([[pid for pid, _ in ranked_of[p["question"]]] for p in pairs],
+                                              [[pid for pid, _ in ranked_of[p["meq"]]] for p in pairs], k)
+                        for k in (5, 20, 100)}}
+
+
+def fuse(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
+    """weight * dense score + (1 - weight) * min-max scaled BM25 score, over the union of both top
+    lists (a passage missing from one list gets 0 there). HasAns is a probability and is used as
+    is; dense scores outside [0, 1] are min-max scaled too. The weight is fixed, not tuned on test."""
+    fused = []
+    for d, s in zip(dense, sparse):
+        scores: Dict[str, float] = {}
+        for ranked, w, scale in ((d, weight, not _is_probability(d)), (s, 1 - weight, True)):
+            values = np.array([score for _, score in ranked], dtype=np.float64)
+            if scale and len(values):
+                values = (values - values.min()) / max(values.max() - values.min(), 1e-12)
+            for (pid, _), value in zip(ranked, values):
+                scores[pid] = scores.get(pid, 0.0) + w * float(value)
+        fused.append(sorted(scores.items(), key=lambda item: -item[1])[:DEPTH])
+    return fused
+
+
+def _is_probability(ranked) -> bool:
+    return all(0.0 <= score <= 1.0 for _, score in ranked)
+
+
+def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List[Dict]]:
+    if not (directory / "pairs.jsonl").is_file():
+        print(f"no contrast set in {directory}: MEQ metrics skipped", flush=True)
+        return [], []
+    read = lambda name: [json.loads(line) for line in (directory / name).read_text().splitlines() if line.strip()]  # noqa: E731
+    pairs, ranking = read("pairs.jsonl"), read("ranking.jsonl")
+    if limit:
+        pairs = pairs[:limit]
+        ranking = [row for row in ranking if row["pair"] < limit]
+    return pairs, ranking
+
+
+def evaluate(ranked: Ranked, questions, texts: Dict[str, str]) -> Dict:
+    ranks = first_hit_ranks([[texts[pid] for pid, _ in r] for r in ranked], [a for _, a, _ in questions])
+    return {"top_k": {str(k): v for k, v in top_k_accuracy(ranks, KS).items()},
+            "ranks": ranks}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--questions", type=int, default=1000, help="dev questions (0 = all 10,570)")
+    parser.add_argument("--passages", type=int, default=10**9, help="corpus size (default: all 20,963)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--system", action="append", help="NAME=KIND[:DIR] (repeatable); see the module doc")
+    parser.add_argument("--contrast-set", type=Path, default=Path("data/meq_dev"),
+                        help="output of `python -m trainer build-contrast-set` (skipped when missing)")
+    parser.add_argument("--contrast-limit", type=int, default=0, help="first N pairs only (quick runs)")
+    parser.add_argument("--workdir", type=Path, default=Path("benchmarks/cache/squad_open"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/squad_open.json"))
+    args = parser.parse_args()
+
+    pairs, ranking = load_contrast_set(args.contrast_set, args.contrast_limit)
+    needed = {pid for row in ranking for pid in row["candidates"]} | {p[g] for p in pairs for g in ("gold", "meq_gold")}
+    passages, questions = load_squad(args.data, args.passages, args.questions, args.seed, keep=needed)
+    texts = {d.id: d.content for d in passages}
+    fingerprint = hashlib.sha1(json.dumps([questions, sorted(texts), pairs]).encode()).hexdigest()[:12]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    report = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    if report.get("fingerprint") != fingerprint:
+        report = {"fingerprint": fingerprint, "systems": {}}
+    report.update(command=" ".join([Path(sys.executable).name] + sys.argv), passages=len(passages),
+                  questions=len(questions))
+    contrast_questions = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
+    report["contrast_set"] = {"path": str(args.contrast_set), "pairs": len(pairs)} if pairs else None
+    rankings: Dict[str, Ranked] = {}
+    contrast_rankings: Dict[str, Ranked] = {}
+    for spec in args.system or DEFAULT_SYSTEMS:
+        name, _, rest = spec.partition("=")
+        kind, _, target = rest.partition(":")
+        cache = args.workdir / f"{fingerprint}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+        if cache.is_file():
+            cached = json.loads(cache.read_text())
+            rankings[name], contrast_rankings[name] = cached["ranked"], cached["contrast_ranked"]
+            timing, ranking_result = cached["timing"], cached["ranking"]
+            print(f"{name}: cached ({cache})", flush=True)
+        elif kind == "hybrid":
+            dense, sparse = target.split("+")
+            start = time.perf_counter()
+            rankings[name] = fuse(rankings[dense], rankings[sparse])
+            contrast_rankings[name] = fuse(contrast_rankings[dense], contrast_rankings[sparse])
+            timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
+        else:
+            print(f"{name}: indexing {len(passages)} passages", flush=True)
+            with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
+                start = time.perf_counter()
+                system = System(kind, target, passages, Path(scratch))
+                timing = {"index_s": time.perf_counter() - start}
+                start = time.perf_counter()
+                rankings[name] = system.answer([q for q, _, _ in questions])
+                timing["query_ms_per_question"] = 1000 * (time.perf_counter() - start) / max(len(questions), 1)
+                start = time.perf_counter()
+                contrast_rankings[name] = system.answer(contrast_questions) if pairs else []
+                ranking_result = ranking_metrics(system, ranking, pairs) if pairs else {}
+                timing["contrast_s"] = time.perf_counter() - start
+                del system
+            cache.write_text(json.dumps({"spec": spec, "ranked": rankings[name], "timing": timing,
+                                         "contrast_ranked": contrast_rankings[name], "ranking": ranking_result}))
+        result = {"spec": spec, "timing": timing, "top_k": evaluate(rankings[name], questions, texts)["top_k"]}
+        if pairs:
+            result["contrast"] = {**ranking_result, **pair_metrics(
+                dict(zip(contrast_questions, contrast_rankings[name])), pairs, texts)}
+        report["systems"][name] = result
+        print(f"{name}: {json.dumps(result)}", flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))
+    table = markdown_table(report)
+    args.out.with_suffix(".md").write_text(table + "\n")
+    args.out.with_suffix(".svg").write_text(accuracy_svg(
+        {name: [100 * r["top_k"][str(k)] for k in KS] for name, r in report["systems"].items()}, KS,
+        title=f"SQuAD-open, {report['questions']} dev questions, {report['passages']} passages"))
+    print(table)
+
+
+def markdown_table(report: Dict) -> str:
+    lines = ["| system | top-1 | top-5 | top-20 | top-100 | MEQ ranking MRR q / q' | MEQ ranking MR q / q' "
+             "| MEQ hit@20 q / q' / both | MEQ top-20 overlap | sim(q,q+) > sim(q,q-) | index (s) | query (ms/q) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in report["systems"].items():
+        top = " | ".join(f"{100 * r['top_k'][str(k)]:.1f}" for k in KS)
+        c, t = r.get("contrast", {}), r["timing"]
+        mrr = (f"{c['ranking_q']['MRR']:.3f} / {c['ranking_meq']['MRR']:.3f}" if "ranking_q" in c else "-")
+        mr = (f"{c['ranking_q']['MR']:.2f} / {c['ranking_meq']['MR']:.2f}" if "ranking_q" in c else "-")
+        hits = (" / ".join(f"{100 * c['hits'][role]['20']:.1f}" for role in ("q", "meq", "both"))
+                if "hits" in c else "-")
+        overlap = f"{100 * c['overlap']['20']:.1f}" if "overlap" in c else "-"
+        contrast = f"{100 * c['query_contrast']['accuracy']:.1f}" if "query_contrast" in c else "-"
+        index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
+        query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
+        lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

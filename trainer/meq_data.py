@@ -1,0 +1,171 @@
+"""MEQ data from a QA dataset with gold passages: contrast sets for evaluation, augmentations for training.
+
+Candidate pairs are questions about the same article (``positive_ctxs[0].title``): that is where
+SQuAD's crowd workers wrote near-identical questions with different answers. ``MEQFilter`` decides
+which pairs are MEQs; a pair that passes every text rule except "different answer" and shares
+the gold passage is a paraphrase (q+) instead.
+
+* ``build_contrast_set`` writes ``pairs.jsonl`` (retrieval: q, q', answers, gold passages, a
+  paraphrase of q where one was found) and
+  ``ranking.jsonl`` (each question of a pair with 50 candidate passage ids: the gold passage first,
+  then 30 BM25 negatives without an answer, then 19 random passages without an answer).
+* ``build_augmentation`` writes trainer records with ``negative_questions`` (MEQs, each with its
+  own answers and positive passage) and ``positive_questions`` (paraphrases) where found.
+"""
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from haystack_dcsr.meq import MEQFilter, Verdict, answers_differ, candidate_pairs, words
+from haystack_dcsr.metrics import contains_answer, normalize_for_matching
+from trainer.data import Passage, Record
+
+RANKING_HARD, RANKING_RANDOM = 30, 19
+
+
+def article_groups(records: Sequence[Record]) -> Dict[str, List[int]]:
+    groups: Dict[str, List[int]] = defaultdict(list)
+    for i, record in enumerate(records):
+        groups[record.positives[0].title].append(i)
+    return groups
+
+
+def word_pairs(records: Sequence[Record], max_edits: int = 3) -> List[Tuple[int, int]]:
+    """Same-article pairs that can be within ``max_edits`` word edits. Cheap set arithmetic first:
+    each edit changes at most two word types, so more than 2 * max_edits differing types rules
+    a pair out before the edit distance is computed."""
+    tokens = [words(r.question) for r in records]
+    types = [frozenset(t) for t in tokens]
+    return [(i, j) for i, j in candidate_pairs(article_groups(records), tokens, max_edits)
+            if len(types[i] ^ types[j]) <= 2 * max_edits]
+
+
+def mine_pairs(records: Sequence[Record], meq_filter: MEQFilter) -> Tuple[List[Tuple[int, int, Verdict]], Dict[str, int], int]:
+    """Accepted MEQ pairs (i < j), rejections per rule, and the number of candidate pairs."""
+    pairs = word_pairs(records, meq_filter.max_edits)
+    accepted, rejected = meq_filter.filter_pairs([(r.question, r.answers) for r in records], pairs)
+    return accepted, rejected, len(pairs)
+
+
+def paraphrase_pairs(records: Sequence[Record], meq_filter: MEQFilter) -> List[Tuple[int, int]]:
+    """Pairs with the same gold passage and the same answer that pass the edit and question-word
+    rules (and the cosine, when the filter embeds): stand-in paraphrases (q+)."""
+    same_answer = MEQFilter(embed=meq_filter.embed, threshold=meq_filter.threshold, min_edits=meq_filter.min_edits,
+                            max_edits=meq_filter.max_edits, trivial_additions=(), different_answers=False)
+    candidates = [(i, j) for i, j in word_pairs(records, meq_filter.max_edits)
+                  if records[i].positives[0].key == records[j].positives[0].key
+                  and not answers_differ(records[i].answers, records[j].answers)]
+    accepted, _ = same_answer.filter_pairs([(r.question, r.answers) for r in records], candidates)
+    return [(i, j) for i, j, _ in accepted]
+
+
+def ranking_candidates(record: Record, hard: Sequence[Passage], corpus: Sequence[Passage], rng: random.Random,
+                       n_hard: int = RANKING_HARD, n_random: int = RANKING_RANDOM) -> List[str]:
+    """Candidate passage ids: the gold passage, ``n_hard`` BM25 negatives, ``n_random`` random
+    passages; negatives never contain an answer."""
+    answers = [normalize_for_matching(a) for a in record.answers]
+    gold = record.positives[0].key
+    chosen = [gold] + [p.key for p in hard if p.key != gold][:n_hard]
+    if len(chosen) < 1 + n_hard:
+        raise ValueError(f"Only {len(chosen) - 1} BM25 negatives for {record.question!r}: mine with a larger top_k")
+    taken = set(chosen)
+    while len(chosen) < 1 + n_hard + n_random:
+        passage = corpus[rng.randrange(len(corpus))]
+        if passage.key not in taken and not contains_answer(normalize_for_matching(passage.text), answers):
+            chosen.append(passage.key)
+            taken.add(passage.key)
+    return chosen
+
+
+def build_contrast_set(records: List[Record], corpus: List[Passage], meq_filter: MEQFilter,
+                       out_dir: Union[str, Path], retriever=None, seed: int = 0) -> Dict:
+    """Mine MEQ pairs among ``records`` and write ``pairs.jsonl`` and ``ranking.jsonl`` to ``out_dir``.
+
+    :param retriever: a Haystack BM25 retriever over ``corpus`` (default: the embedded one).
+    """
+    from trainer.mining import bm25_retriever
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    accepted, rejected, n_candidates = mine_pairs(records, meq_filter)
+    paraphrase_of: Dict[int, int] = {}
+    for i, j in paraphrase_pairs(records, meq_filter):
+        paraphrase_of.setdefault(i, j)
+        paraphrase_of.setdefault(j, i)
+    members = sorted({k for i, j, _ in accepted for k in (i, j)})
+    retriever = retriever or bm25_retriever(corpus)
+    hits = retriever.retrieve_batch([records[k].question for k in members], top_k=4 * RANKING_HARD)
+    answers_of = {k: [normalize_for_matching(a) for a in records[k].answers] for k in members}
+    hard = {k: [Passage(d.meta.get("title", ""), d.content, d.id) for d in docs
+                if not contains_answer(normalize_for_matching(d.content), answers_of[k])]
+            for k, docs in zip(members, hits)}
+    rng = random.Random(seed)
+    with (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs_file, \
+            (out / "ranking.jsonl").open("w", encoding="utf-8") as ranking_file:
+        for number, (i, j, verdict) in enumerate(accepted):
+            q, q2 = records[i], records[j]
+            pairs_file.write(json.dumps({
+                "pair": number, "question": q.question, "answers": q.answers, "gold": q.positives[0].key,
+                "meq": q2.question, "meq_answers": q2.answers, "meq_gold": q2.positives[0].key,
+                "paraphrase": records[paraphrase_of[i]].question if i in paraphrase_of else None,
+                "edit_distance": verdict.distance, "cosine": verdict.similarity}, ensure_ascii=False) + "\n")
+            for role, k in (("q", i), ("meq", j)):
+                ranking_file.write(json.dumps({
+                    "pair": number, "role": role, "question": records[k].question, "answers": records[k].answers,
+                    "candidates": ranking_candidates(records[k], hard[k], corpus, rng)}, ensure_ascii=False) + "\n")
+    summary = {"questions": len(records), "candidate_pairs": n_candidates, "pairs": len(accepted),
+               "rejected": rejected, "threshold": meq_filter.threshold}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Union[str, Path],
+                       max_meqs: Optional[int] = 5) -> Dict:
+    """Write ``records`` with mined MEQs (``negative_questions``) and paraphrases
+    (``positive_questions``, kept when the input already has some) as trainer JSONL."""
+    accepted, rejected, n_candidates = mine_pairs(records, meq_filter)
+    meqs: Dict[int, List[int]] = defaultdict(list)
+    for i, j, _ in accepted:
+        meqs[i].append(j)
+        meqs[j].append(i)
+    paraphrases: Dict[int, List[int]] = defaultdict(list)
+    for i, j in paraphrase_pairs(records, meq_filter):
+        paraphrases[i].append(j)
+        paraphrases[j].append(i)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        for i, record in enumerate(records):
+            raw = record.to_json()
+            found = [records[j].question for j in paraphrases.get(i, [])]
+            raw["positive_questions"] = list(dict.fromkeys(record.positive_questions + found))
+            raw["negative_questions"] = [
+                {"question": records[j].question, "answers": records[j].answers,
+                 "positive_ctxs": [p.to_json() for p in records[j].positives]}
+                for j in meqs.get(i, [])[:max_meqs]]
+            handle.write(json.dumps(raw, ensure_ascii=False) + "\n")
+    return {"questions": len(records), "candidate_pairs": n_candidates, "meq_pairs": len(accepted),
+            "with_meq": len(meqs), "with_paraphrase": len(paraphrases), "rejected": rejected}
+
+
+def ambigqa_pairs(path: Union[str, Path], meq_filter: Optional[MEQFilter] = None) -> List[Tuple[str, str]]:
+    """Reference MEQ pairs for calibrating the cosine threshold: AmbigQA's disambiguated questions
+    of one prompt (e.g. "Who is the 3rd / 4th chairman of ...?") that pass the text rules."""
+    import gzip
+
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        data = json.load(handle)
+    rules = meq_filter or MEQFilter()
+    pairs = []
+    for item in data:
+        for annotation in item.get("annotations", []):
+            qa = annotation.get("qaPairs", []) if annotation.get("type") == "multipleQAs" else []
+            for x, first in enumerate(qa):
+                for second in qa[x + 1 :]:
+                    if rules.text_rules(first["question"], second["question"], first["answer"], second["answer"]).accepted:
+                        pairs.append((first["question"], second["question"]))
+    return pairs
