@@ -25,8 +25,9 @@ setup: $(VENV)/.installed
 demo: setup
 	$(BIN)/python examples/demo.py
 
+# unit + integration tests, then the example notebooks executed top to bottom
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -145,7 +145,7 @@ class Tower:
                 list(_token_batches(order, lengths, batch_size, self.max_batch_tokens)), disable=not progress_bar,
                 desc=desc, unit=" batches", leave=False,
             ):
-                local, rows = _renumber([windows[i] for i in batch])
+                local, rows = renumber([windows[i] for i in batch])
                 vectors = self.forward(local, n_rows=len(rows))
                 output[rows] = vectors.float().cpu().numpy()
         return output
@@ -310,7 +310,7 @@ def _token_batches(order: List[int], lengths: List[int], size: int, max_tokens: 
         start = end
 
 
-def _renumber(windows: List[Window]) -> Tuple[List[Window], List[int]]:
+def renumber(windows: List[Window]) -> Tuple[List[Window], List[int]]:
     """Rows of a batch renumbered from 0, and the global row of each local one."""
     mapping: dict = {}
     local = []

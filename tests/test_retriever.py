@@ -72,6 +72,21 @@ def test_update_embeddings_batches_that_split_passages_give_the_same_vectors(tmp
         assert [d.score for d in a] == pytest.approx([d.score for d in b], rel=1e-4)
 
 
+def test_a_retriever_without_a_store_indexes_when_passages_are_not_split(tmp_path, tiny_bert, corpus):
+    reference, bare = faiss_store(tmp_path, name="reference"), faiss_store(tmp_path, name="bare")
+    index(reference, DCSRRetriever(query_model=tiny_bert, progress_bar=False), corpus)
+    lone = DCSRRetriever(query_model=tiny_bert, progress_bar=False)  # no document_store
+    bare.write_documents(sentences_of(corpus))
+    bare.update_embeddings(lone)  # Haystack probes the size with one sentence first
+    stored = {d.id: d.embedding for d in reference.get_all_documents(return_embedding=True)}
+    for doc in bare.get_all_documents(return_embedding=True):
+        assert doc.embedding == pytest.approx(stored[doc.id], abs=1e-5)
+    other = faiss_store(tmp_path, name="other")
+    other.write_documents(sentences_of(corpus))
+    with pytest.raises(ValueError, match="no document store to read them from"):
+        other.update_embeddings(DCSRRetriever(query_model=tiny_bert, progress_bar=False), batch_size=2)
+
+
 @pytest.mark.parametrize("factory", ["Flat", "HNSW32", "IVF2,Flat"])
 def test_filters_are_honoured_on_faiss_index_types(tmp_path, retriever, corpus, factory):
     store = faiss_store(tmp_path, factory=factory)

@@ -35,6 +35,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     warmup_steps: int = 100
     grad_accumulation: int = 1
+    grad_cache_chunk: Optional[int] = None  # gradient cache: encode this many windows per pass (None: off)
     max_grad_norm: float = 2.0
     precision: str = "auto"  # autocast on CUDA: bf16 where supported, else fp16; fp32 on CPU
     temperature: Optional[float] = None  # QP softmax temperature; None: the base model's own (0.05 cosine, 1.0 dot)
@@ -60,6 +61,8 @@ class TrainConfig:
             raise ValueError(f"qq_fallback_positive must be 'dropout' or 'none', got {self.qq_fallback_positive!r}")
         if self.batch_size < 1 or self.grad_accumulation < 1:
             raise ValueError("batch_size and grad_accumulation must be >= 1")
+        if self.grad_cache_chunk is not None and self.grad_cache_chunk < 1:
+            raise ValueError(f"grad_cache_chunk must be >= 1 or null, got {self.grad_cache_chunk}")
 
     @property
     def resolved_pooling(self) -> str:

@@ -24,6 +24,7 @@ from haystack_dcsr.encoder import PassageEncoder, QueryTower, Tower, Window
 from haystack_dcsr.models import pick_dtype
 from trainer.config import TrainConfig
 from trainer.data import Record, load_records
+from trainer.grad_cache import CachedPass
 from trainer.losses.qp import QPLoss, positive_ranks
 from trainer.losses.qq import qq_loss
 from trainer.samples import Batch, SampleBuilder, batches, make_batch
@@ -138,6 +139,7 @@ class Trainer:
         self.output = Path(config.output_dir)
         self.state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None}
         self.history: List[Dict] = []
+        self._cached: Optional[CachedPass] = None
         self._writer = _tensorboard(self.output / "tensorboard") if self.dist.main else None
 
     def _load(self, path: str) -> List[Record]:
@@ -183,8 +185,12 @@ class Trainer:
             passage_windows = self.passage.text_windows([batch.passages[i].text for i in mine_p], what="Passage")
             n_rows, first_row = len(mine_p), {i: k for k, i in enumerate(mine_p)}
 
-        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype != torch.float32):
-            q_vectors, p_rows = self.ddp(query_windows, len(texts), passage_windows, n_rows)
+        if train and self.config.grad_cache_chunk:
+            self._cached = CachedPass(self._forward, query_windows, len(texts), passage_windows, n_rows,
+                                      self.config.grad_cache_chunk, self.device)
+            q_vectors, p_rows = self._cached.queries, self._cached.passages
+        else:
+            q_vectors, p_rows = self._forward(query_windows, len(texts), passage_windows, n_rows)
         dim = self.query.dim
         questions = self.dist.gather(q_vectors[: len(mine_q)] if mine_q else None, question_owner, dim, self.device)
         candidate_owner = [passage_owner[p] for p, _ in batch.candidates]
@@ -207,6 +213,10 @@ class Trainer:
             has = self.dist.gather(flags, question_owner, 2, self.device).detach().bool()
             extra = (q_pos, q_neg, has[:, 0], has[:, 1])
         return questions, candidates, extra
+
+    def _forward(self, query_windows: List[Window], n_queries: int, passage_windows: List[Window], n_rows: int):
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype != torch.float32):
+            return self.ddp(query_windows, n_queries, passage_windows, n_rows)
 
     def loss(self, batch: Batch) -> Tuple[torch.Tensor, Dict[str, float]]:
         questions, candidates, extra = self.encode_batch(batch)
@@ -265,6 +275,9 @@ class Trainer:
                 loss, parts = self.loss(batch)
                 scaled = loss * self.dist.world / len(micro_batches)
                 self.scaler.scale(scaled).backward()
+            if self._cached is not None:  # gradient cache: push the vectors' gradients through the towers
+                self._cached.replay(self.ddp.no_sync if self.dist.world > 1 else contextlib.nullcontext, sync)
+                self._cached = None
             for key, value in parts.items():
                 totals[key] = totals.get(key, 0.0) + value / len(micro_batches)
         self.scaler.unscale_(self.optimizer)

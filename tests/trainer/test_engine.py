@@ -1,4 +1,5 @@
 """The training engine on a tiny random BERT and synthetic data."""
+import contextlib
 import json
 import os
 import socket
@@ -133,16 +134,19 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monke
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
-def _first_step(model, directory, world, rank, port, out):
+def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None):
     if world > 1:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
                           LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    trainer = Trainer(config(model, directory, max_steps=1), records=make_records(24))
+    trainer = Trainer(config(model, directory, max_steps=1, grad_cache_chunk=grad_cache_chunk),
+                      records=make_records(24))
     samples = batches(trainer.builder.epoch(trainer.records, 0), trainer.config.batch_size)[0]
     trainer.model.train()
     loss, _ = trainer.loss(make_batch(samples))
     (loss * world).backward()
+    if grad_cache_chunk:
+        trainer._cached.replay(trainer.ddp.no_sync if world > 1 else contextlib.nullcontext, True)
     grads = {name: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
              for name, p in trainer.model.named_parameters()}
     if rank == 0:
@@ -151,18 +155,47 @@ def _first_step(model, directory, world, rank, port, out):
         torch.distributed.destroy_process_group()
 
 
-def _ddp_worker(rank, model, directory, world, port, out):
-    _first_step(model, directory, world, rank, port, out)
+def _ddp_worker(rank, model, directory, world, port, out, grad_cache_chunk):
+    _first_step(model, directory, world, rank, port, out, grad_cache_chunk)
 
 
-def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_path):
+@pytest.mark.parametrize("grad_cache_chunk", [None, 2])
+def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_path, grad_cache_chunk):
+    """Two ranks (with or without the gradient cache) = one plain process on the same global batch."""
     _first_step(bert_no_dropout, tmp_path / "single", 1, 0, 0, tmp_path / "single.pt")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(_ddp_worker, args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt"), nprocs=2, join=True)
+    mp.spawn(_ddp_worker, args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt", grad_cache_chunk),
+             nprocs=2, join=True)
     single, ddp = torch.load(tmp_path / "single.pt"), torch.load(tmp_path / "ddp.pt")
     assert ddp["loss"] == pytest.approx(single["loss"], rel=1e-5)
     assert single["grads"].keys() == ddp["grads"].keys()
     for name in single["grads"]:
         torch.testing.assert_close(ddp["grads"][name], single["grads"][name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("level", ["sentence", "passage"])
+def test_gradient_cache_gives_the_plain_steps_losses_and_gradients(bert_no_dropout, tmp_path, level):
+    records = make_records(16)
+    extra = dict(level="passage", negatives="dpr") if level == "passage" else {}
+    runs = {}
+    for chunk in (None, 3):
+        trainer = Trainer(config(bert_no_dropout, tmp_path / f"gc{chunk}", max_steps=2, grad_cache_chunk=chunk,
+                                 **extra), records=records)
+        grads = []
+        step = trainer.optimizer.step
+
+        def capture(*args, **kwargs):
+            grads.append({n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None})
+            return step(*args, **kwargs)
+
+        trainer.optimizer.step = capture
+        history = trainer.train(resume=False)
+        runs[chunk] = ([h["loss"] for h in history], grads)
+    (plain_loss, plain_grads), (cached_loss, cached_grads) = runs[None], runs[3]
+    assert cached_loss == pytest.approx(plain_loss, rel=1e-5)
+    for plain, cached in zip(plain_grads, cached_grads):
+        assert plain.keys() == cached.keys() and len(plain) > 10
+        for name, grad in plain.items():
+            torch.testing.assert_close(cached[name], grad, rtol=1e-3, atol=1e-6)
