@@ -260,6 +260,10 @@ class Trainer:
             if self.state["step_in_epoch"] >= steps:
                 self.end_epoch()
         bar.close()
+        if self.dev_records and self.state["step_in_epoch"] > 0:  # stopped mid-epoch (max_steps): validate the end
+            metrics = self.validate()
+            if self.dist.main and metrics:
+                self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
         self.save_encoders(self.output / "last")
         self.save_checkpoint()
         return self.history

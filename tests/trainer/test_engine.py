@@ -199,3 +199,10 @@ def test_gradient_cache_gives_the_plain_steps_losses_and_gradients(bert_no_dropo
         assert plain.keys() == cached.keys() and len(plain) > 10
         for name, grad in plain.items():
             torch.testing.assert_close(cached[name], grad, rtol=1e-3, atol=1e-6)
+
+
+def test_a_run_stopped_mid_epoch_is_validated_at_its_end(bert, tmp_path):
+    records = make_records(24)  # 3 steps an epoch at batch 8
+    Trainer(config(bert, tmp_path, max_steps=4), records=records, dev_records=records[:8]).train(resume=False)
+    lines = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines if "dev_accuracy" in line] == [3, 4]
