@@ -110,7 +110,8 @@ def mine_with_retriever(model_dir: Union[str, Path], records: List[Record], corp
                                faiss_index_factory_str="Flat", duplicate_documents="skip", progress_bar=False)
     retriever.document_store = store
     documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in corpus]
-    store.write_documents(SentencePreprocessor(progress_bar=False).process(documents)["documents"])
+    whole = retriever.passage_encoder.config.level == "passage"  # a DPR-style tower reads passages unsplit
+    store.write_documents(SentencePreprocessor(split_sentences=not whole, progress_bar=False).process(documents)["documents"])
     store.update_embeddings(retriever)
     return mine_hard_negatives(records, retriever, output, top_k=top_k, keep=keep, batch_size=batch_size)
 

@@ -1,5 +1,6 @@
 """The training engine on a tiny random BERT and synthetic data."""
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -13,6 +14,8 @@ from haystack.schema import Document
 from conftest import make_records, make_tiny_bert
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from trainer.config import TrainConfig
+from trainer.data import load_records
+from trainer.mining import mine_with_retriever
 from trainer.engine import Trainer
 from trainer.samples import batches, make_batch
 
@@ -90,6 +93,23 @@ def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
         assert stored[passage.id + "#0"] == pytest.approx(vector.numpy(), abs=1e-4)
     results = retriever.retrieve(records[0].question, top_k=3)
     assert len(results) == 3 and {d.id for d in results} <= {p.id for p in passages}
+    # model-based hard negatives from a passage-level tower index passages unsplit
+    plain = make_records(16)  # the records above point at each other as MEQs
+    corpus = [r.positives[0] for r in plain]
+    assert mine_with_retriever(last, plain[:4], corpus, tmp_path / "hard.jsonl", top_k=3, keep=2) == 4
+    assert all(len(m.hard_negatives) == 2 for m in load_records(tmp_path / "hard.jsonl").records)
+
+
+def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(trained, tmp_path):
+    trainer, records, _, _, _, run = trained
+    corpus = [r.positives[0] for r in records]
+    fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
+    assert mine_with_retriever(run / "last", fresh, corpus, tmp_path / "hard.jsonl", top_k=5, keep=3) == len(records)
+    mined = load_records(tmp_path / "hard.jsonl").records
+    assert [m.question for m in mined] == [r.question for r in records]
+    for m in mined:
+        assert 1 <= len(m.hard_negatives) <= 3
+        assert all(n.key != m.positives[0].key and m.answers[0] not in n.text for n in m.hard_negatives)
 
 
 def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):
