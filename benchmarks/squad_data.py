@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 from typing import Iterable, List, Tuple
 
+from haystack.document_stores import FAISSDocumentStore
 from haystack.schema import Document
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "squad"
@@ -34,3 +35,10 @@ def load_squad(data_dir: Path = DATA, n_passages: int = 10**9, n_questions: int 
         rest = [d for d in passages if d.id not in gold]
         passages = [d for d in passages if d.id in gold] + random.Random(seed).sample(rest, n_passages - len(gold))
     return passages, questions
+
+
+def faiss_store(path: Path) -> FAISSDocumentStore:
+    """The benchmarks' store: FAISS Flat over SQLite at ``path``. ``duplicate_documents="skip"``
+    makes a fresh bulk load fast (Haystack's default "overwrite" deletes before each row)."""
+    return FAISSDocumentStore(sql_url=f"sqlite:///{path}", embedding_dim=384, faiss_index_factory_str="Flat",
+                              similarity="dot_product", duplicate_documents="skip", progress_bar=False)

@@ -28,7 +28,6 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 
@@ -46,17 +45,12 @@ from haystack_dcsr.metrics import (  # noqa: E402
 )
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
 from plot import accuracy_svg  # noqa: E402
-from squad_data import DATA, load_squad  # noqa: E402
+from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 KS = (1, 5, 20, 100)
 DEPTH = 100
 Ranked = List[List[Tuple[str, float]]]  # per question: (passage id, score), best first
 DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
-
-
-def faiss_store(path: Path) -> FAISSDocumentStore:
-    return FAISSDocumentStore(sql_url=f"sqlite:///{path}", embedding_dim=384, faiss_index_factory_str="Flat",
-                              similarity="dot_product", duplicate_documents="skip", progress_bar=False)
 
 
 def copies(passages: List[Document]) -> List[Document]:

@@ -22,22 +22,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.nodes import EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
 from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
-from squad_data import DATA, load_squad  # noqa: E402
+from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 KS = (1, 5, 20, 100)
-
-
-def new_store(path: Path) -> FAISSDocumentStore:
-    # "skip": a fresh bulk load (Haystack's default "overwrite" deletes before each row), same for both systems
-    return FAISSDocumentStore(sql_url=f"sqlite:///{path}", embedding_dim=384, faiss_index_factory_str="Flat",
-                              similarity="dot_product", duplicate_documents="skip", progress_bar=False)
 
 
 def timed(fn, *args, **kwargs):
@@ -68,7 +61,7 @@ def measure_queries(retriever, store, questions, top_k: int, batch: int):
 
 
 def index_er_batch_size_8(report, passages, model, workdir: Path) -> None:
-    store = new_store(workdir / "embedding_bs8.db")
+    store = faiss_store(workdir / "embedding_bs8.db")
     retriever = EmbeddingRetriever(embedding_model=model, document_store=store, use_gpu=False, progress_bar=False,
                                    model_format="sentence_transformers", batch_size=8)
     _, write_s = timed(store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages])
@@ -101,7 +94,7 @@ def main() -> None:
     print(f"{len(passages)} passages, {len(questions)} questions, {torch.get_num_threads()} torch threads", flush=True)
 
     # Haystack EmbeddingRetriever: one vector per passage
-    store = new_store(args.workdir / "embedding.db")
+    store = faiss_store(args.workdir / "embedding.db")
     retriever = EmbeddingRetriever(embedding_model=model, document_store=store, use_gpu=False, progress_bar=False,
                                    model_format="sentence_transformers")
     _, write_s = timed(store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages])
@@ -120,7 +113,7 @@ def main() -> None:
         index_er_batch_size_8(report, passages, model, args.workdir)
 
     # DCSR: one vector per sentence, passages encoded whole, HasAns
-    store = new_store(args.workdir / "dcsr.db")
+    store = faiss_store(args.workdir / "dcsr.db")
     retriever = DCSRRetriever(document_store=store, query_model=model, pooling="mean",
                               top_n_sentences=args.top_n_sentences, use_gpu=False, progress_bar=False)
     splitter = SentencePreprocessor(progress_bar=False)
