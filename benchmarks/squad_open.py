@@ -120,8 +120,7 @@ class System:
             return np.array([float(vectors[c][0] @ query) for c in candidates])
         sentence_scores = np.concatenate([vectors[c] @ query for c in candidates])
         keys = np.concatenate([np.full(len(vectors[c]), n) for n, c in enumerate(candidates)])
-        temperature = self.retriever.temperature or self.retriever.query_encoder.temperature
-        scored = hasans_scores(sentence_scores, keys, temperature)
+        scored = hasans_scores(sentence_scores, keys, self.retriever.hasans_temperature)
         out = np.full(len(candidates), -np.inf)
         out[scored.passages] = -scored.log_none
         return out

@@ -127,6 +127,11 @@ class DCSRRetriever(DenseRetriever):
                 )
         return self._passage_encoder
 
+    @property
+    def hasans_temperature(self) -> float:
+        """The softmax temperature HasAns uses: the one given, else the query tower's own."""
+        return self.temperature or self.query_encoder.temperature
+
     def embed_queries(self, queries: List[str]) -> np.ndarray:
         return self.query_encoder.encode(queries)
 
@@ -228,8 +233,7 @@ class DCSRRetriever(DenseRetriever):
         return results
 
     def _rank(self, search: SentenceSearch, hits: Sequence[Hits], top_k: int) -> List[List[Document]]:
-        temperature = self.temperature or self.query_encoder.temperature
-        scored = [hasans_scores(h.scores, h.passage_keys, temperature) for h in hits]
+        scored = [hasans_scores(h.scores, h.passage_keys, self.hasans_temperature) for h in hits]
         fetched = search.fetch_passages({int(key) for s in scored for key in s.passages[:top_k]})
         results = []
         for h, scores in zip(hits, scored):

@@ -174,16 +174,14 @@ class Trainer:
 
         passage_owner = self.dist.owners(len(batch.passages))
         mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank]
-        if self.config.level == "sentence":
-            sentences = [self.builder.sentences(batch.passages[i]) for i in mine_p]
-            passage_windows, n_rows = self.passage.windows(sentences)
-            first_row, row = {}, 0
-            for i, s in zip(mine_p, sentences):
-                first_row[i] = row
-                row += len(s)
-        else:
-            passage_windows = self.passage.text_windows([batch.passages[i].text for i in mine_p], what="Passage")
-            n_rows, first_row = len(mine_p), {i: k for k, i in enumerate(mine_p)}
+        # the serving path's own windows: sentences of each passage, or each passage whole (DPR)
+        units = [self.builder.sentences(batch.passages[i]) if self.config.level == "sentence"
+                 else [batch.passages[i].text] for i in mine_p]
+        passage_windows, n_rows = self.passage.windows(units)
+        first_row, row = {}, 0
+        for i, unit in zip(mine_p, units):
+            first_row[i] = row
+            row += len(unit)
 
         if train and self.config.grad_cache_chunk:
             self._cached = CachedPass(self._forward, query_windows, len(texts), passage_windows, n_rows,
