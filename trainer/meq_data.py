@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from haystack_dcsr.meq import MEQFilter, Verdict, answers_differ, candidate_pairs, words
+from haystack_dcsr.meq import MEQFilter, answers_differ, candidate_pairs, words
 from haystack_dcsr.metrics import contains_answer, normalize_for_matching
 from trainer.data import Passage, Record
 
@@ -42,22 +42,42 @@ def word_pairs(records: Sequence[Record], max_edits: int = 3) -> List[Tuple[int,
             if len(types[i] ^ types[j]) <= 2 * max_edits]
 
 
-def mine_pairs(records: Sequence[Record], meq_filter: MEQFilter) -> Tuple[List[Tuple[int, int, Verdict]], Dict[str, int], int]:
-    """Accepted MEQ pairs (i < j), rejections per rule, and the number of candidate pairs."""
-    pairs = word_pairs(records, meq_filter.max_edits)
-    accepted, rejected = meq_filter.filter_pairs([(r.question, r.answers) for r in records], pairs)
-    return accepted, rejected, len(pairs)
+class Mined:
+    """MEQ pairs (i < j) with their verdicts, rejections per rule, the candidate count, and the
+    paraphrase pairs; the same-article candidate pairs are computed once for both searches."""
+
+    def __init__(self, records: Sequence[Record], meq_filter: MEQFilter):
+        pairs = word_pairs(records, meq_filter.max_edits)
+        questions = [(r.question, r.answers) for r in records]
+        self.meqs, self.rejected = meq_filter.filter_pairs(questions, pairs)
+        self.candidate_pairs = len(pairs)
+        self.paraphrases = paraphrase_pairs(records, meq_filter, questions, pairs)
+
+    def meq_neighbours(self) -> Dict[int, List[int]]:
+        return neighbours((i, j) for i, j, _ in self.meqs)
+
+    def paraphrase_neighbours(self) -> Dict[int, List[int]]:
+        return neighbours(self.paraphrases)
 
 
-def paraphrase_pairs(records: Sequence[Record], meq_filter: MEQFilter) -> List[Tuple[int, int]]:
-    """Pairs with the same gold passage and the same answer that pass the edit and question-word
-    rules (and the cosine, when the filter embeds): stand-in paraphrases (q+)."""
+def neighbours(pairs) -> Dict[int, List[int]]:
+    """Each index's partners in ``pairs``, in pair order."""
+    out: Dict[int, List[int]] = defaultdict(list)
+    for i, j in pairs:
+        out[i].append(j)
+        out[j].append(i)
+    return out
+
+
+def paraphrase_pairs(records: Sequence[Record], meq_filter: MEQFilter, questions, pairs) -> List[Tuple[int, int]]:
+    """Among ``pairs``, those with the same gold passage and the same answer that pass the edit and
+    question-word rules (and the cosine, when the filter embeds): stand-in paraphrases (q+)."""
     same_answer = MEQFilter(embed=meq_filter.embed, threshold=meq_filter.threshold, min_edits=meq_filter.min_edits,
                             max_edits=meq_filter.max_edits, trivial_additions=(), different_answers=False)
-    candidates = [(i, j) for i, j in word_pairs(records, meq_filter.max_edits)
+    candidates = [(i, j) for i, j in pairs
                   if records[i].positives[0].key == records[j].positives[0].key
                   and not answers_differ(records[i].answers, records[j].answers)]
-    accepted, _ = same_answer.filter_pairs([(r.question, r.answers) for r in records], candidates)
+    accepted, _ = same_answer.filter_pairs(questions, candidates)
     return [(i, j) for i, j, _ in accepted]
 
 
@@ -89,11 +109,9 @@ def build_contrast_set(records: List[Record], corpus: List[Passage], meq_filter:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    accepted, rejected, n_candidates = mine_pairs(records, meq_filter)
-    paraphrase_of: Dict[int, int] = {}
-    for i, j in paraphrase_pairs(records, meq_filter):
-        paraphrase_of.setdefault(i, j)
-        paraphrase_of.setdefault(j, i)
+    mined = Mined(records, meq_filter)
+    accepted = mined.meqs
+    paraphrase_of = {i: partners[0] for i, partners in mined.paraphrase_neighbours().items()}
     members = sorted({k for i, j, _ in accepted for k in (i, j)})
     retriever = retriever or bm25_retriever(corpus)
     hits = retriever.retrieve_batch([records[k].question for k in members], top_k=4 * RANKING_HARD)
@@ -115,8 +133,8 @@ def build_contrast_set(records: List[Record], corpus: List[Passage], meq_filter:
                 ranking_file.write(json.dumps({
                     "pair": number, "role": role, "question": records[k].question, "answers": records[k].answers,
                     "candidates": ranking_candidates(records[k], hard[k], corpus, rng)}, ensure_ascii=False) + "\n")
-    summary = {"questions": len(records), "candidate_pairs": n_candidates, "pairs": len(accepted),
-               "rejected": rejected, "threshold": meq_filter.threshold}
+    summary = {"questions": len(records), "candidate_pairs": mined.candidate_pairs, "pairs": len(accepted),
+               "rejected": mined.rejected, "threshold": meq_filter.threshold}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -125,15 +143,8 @@ def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Uni
                        max_meqs: Optional[int] = 5) -> Dict:
     """Write ``records`` with mined MEQs (``negative_questions``) and paraphrases
     (``positive_questions``, kept when the input already has some) as trainer JSONL."""
-    accepted, rejected, n_candidates = mine_pairs(records, meq_filter)
-    meqs: Dict[int, List[int]] = defaultdict(list)
-    for i, j, _ in accepted:
-        meqs[i].append(j)
-        meqs[j].append(i)
-    paraphrases: Dict[int, List[int]] = defaultdict(list)
-    for i, j in paraphrase_pairs(records, meq_filter):
-        paraphrases[i].append(j)
-        paraphrases[j].append(i)
+    mined = Mined(records, meq_filter)
+    meqs, paraphrases = mined.meq_neighbours(), mined.paraphrase_neighbours()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
@@ -146,8 +157,8 @@ def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Uni
                  "positive_ctxs": [p.to_json() for p in records[j].positives]}
                 for j in meqs.get(i, [])[:max_meqs]]
             handle.write(json.dumps(raw, ensure_ascii=False) + "\n")
-    return {"questions": len(records), "candidate_pairs": n_candidates, "meq_pairs": len(accepted),
-            "with_meq": len(meqs), "with_paraphrase": len(paraphrases), "rejected": rejected}
+    return {"questions": len(records), "candidate_pairs": mined.candidate_pairs, "meq_pairs": len(mined.meqs),
+            "with_meq": len(meqs), "with_paraphrase": len(paraphrases), "rejected": mined.rejected}
 
 
 def ambigqa_pairs(path: Union[str, Path], meq_filter: Optional[MEQFilter] = None) -> List[Tuple[str, str]]:
