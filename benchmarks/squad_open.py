@@ -41,8 +41,10 @@ from haystack_dcsr.metrics import (  # noqa: E402
     query_contrast_accuracy,
     rank_of_positive,
     top_k_accuracy,
+    top_k_by_group,
     top_k_overlap,
 )
+from haystack_dcsr.meq import question_word, words
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
 from plot import accuracy_svg  # noqa: E402
 from squad_data import DATA, faiss_store, load_squad  # noqa: E402
@@ -191,9 +193,21 @@ def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List
     return pairs, ranking
 
 
+WH_GROUPS = {"what": "what", "which": "which", "who": "who", "whom": "who", "whose": "who", "when": "when",
+             "where": "where", "why": "why", "how": "how"}
+
+
+def question_group(question: str) -> str:
+    """The question's wh-word (who/whom/whose together), ``other`` for questions without one."""
+    return WH_GROUPS.get(question_word(words(question)) or "", "other")
+
+
 def evaluate(ranked: Ranked, questions, texts: Dict[str, str]) -> Dict:
     ranks = first_hit_ranks([[texts[pid] for pid, _ in r] for r in ranked], [a for _, a, _ in questions])
+    grouped = top_k_by_group(ranks, [question_group(q) for q, _, _ in questions], KS)
     return {"top_k": {str(k): v for k, v in top_k_accuracy(ranks, KS).items()},
+            "by_question_word": {g: {"n": v["n"], "top_k": {str(k): a for k, a in v["top_k"].items()}}
+                                 for g, v in grouped.items()},
             "ranks": ranks}
 
 
@@ -257,7 +271,8 @@ def main() -> None:
                 del system
             cache.write_text(json.dumps({"spec": spec, "ranked": rankings[name], "timing": timing,
                                          "contrast_ranked": contrast_rankings[name], "ranking": ranking_result}))
-        result = {"spec": spec, "timing": timing, "top_k": evaluate(rankings[name], questions, texts)["top_k"]}
+        scored = evaluate(rankings[name], questions, texts)
+        result = {"spec": spec, "timing": timing, "top_k": scored["top_k"], "by_question_word": scored["by_question_word"]}
         if pairs:
             result["contrast"] = {**ranking_result, **pair_metrics(
                 dict(zip(contrast_questions, contrast_rankings[name])), pairs, texts)}
@@ -265,7 +280,7 @@ def main() -> None:
         print(f"{name}: {json.dumps(result)}", flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
-    table = markdown_table(report)
+    table = markdown_table(report) + "\n\n" + question_word_table(report)
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(accuracy_svg(
         {name: [100 * r["top_k"][str(k)] for k in KS] for name, r in report["systems"].items()}, KS,
@@ -289,6 +304,21 @@ def markdown_table(report: Dict) -> str:
         index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
         query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
         lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
+    return "\n".join(lines)
+
+
+def question_word_table(report: Dict) -> str:
+    """top-1 / top-20 per question word, one column per word (largest groups first)."""
+    systems = [(name, r["by_question_word"]) for name, r in report["systems"].items() if "by_question_word" in r]
+    if not systems:
+        return ""
+    sizes = systems[0][1]
+    groups = sorted(sizes, key=lambda g: (g == "other", -sizes[g]["n"]))
+    lines = ["| top-1 / top-20 by question word | " + " | ".join(f"{g} ({sizes[g]['n']})" for g in groups) + " |",
+             "|---|" + "---|" * len(groups)]
+    for name, by in systems:
+        cells = [f"{100 * by[g]['top_k']['1']:.1f} / {100 * by[g]['top_k']['20']:.1f}" for g in groups]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

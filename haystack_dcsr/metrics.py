@@ -55,6 +55,17 @@ def top_k_accuracy(first_hits: Sequence[int], ks: Iterable[int] = (1, 5, 20, 100
     return {k: sum(1 for r in first_hits if 0 < r <= k) / total for k in ks}
 
 
+def top_k_by_group(first_hits: Sequence[int], groups: Sequence[str], ks: Iterable[int] = (1, 5, 20, 100)
+                   ) -> Dict[str, Dict]:
+    """``top_k_accuracy`` within each group (e.g. question word): where a retriever wins or loses."""
+    if len(first_hits) != len(groups):
+        raise ValueError(f"{len(first_hits)} first-hit ranks but {len(groups)} group labels")
+    members: Dict[str, List[int]] = {}
+    for rank, group in zip(first_hits, groups):
+        members.setdefault(group, []).append(rank)
+    return {g: {"n": len(r), "top_k": top_k_accuracy(r, ks)} for g, r in sorted(members.items())}
+
+
 # ---- ranking a fixed candidate set (the MEQ paper's 50-candidate evaluation) ---------------------
 
 

@@ -11,6 +11,7 @@ from haystack_dcsr.metrics import (
     query_contrast_accuracy,
     rank_of_positive,
     top_k_accuracy,
+    top_k_by_group,
     top_k_overlap,
 )
 
@@ -56,6 +57,15 @@ def test_pair_hits_need_both_questions_for_consistency():
     assert hits["both"] == {1: 0.0, 3: 0.5}  # pairs 0 (ranks 1, 2) and 1 (3, 1) are both in the top 3
     with pytest.raises(ValueError):
         pair_hits([1], [1, 2])
+
+
+def test_top_k_by_group_by_hand():
+    grouped = top_k_by_group([1, 3, 0, 2, 25], ["who", "what", "who", "what", "what"], ks=(1, 5, 20))
+    assert grouped["who"] == {"n": 2, "top_k": {1: 0.5, 5: 0.5, 20: 0.5}}
+    assert grouped["what"]["n"] == 3
+    assert grouped["what"]["top_k"] == pytest.approx({1: 0.0, 5: 2 / 3, 20: 2 / 3})
+    with pytest.raises(ValueError, match="group labels"):
+        top_k_by_group([1, 2], ["who"])
 
 
 def test_top_k_overlap_by_hand():

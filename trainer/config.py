@@ -27,6 +27,7 @@ class TrainConfig:
     exclude_adjacent: bool = True
     mask_false_negatives: bool = True
     train_meqs: bool = True
+    meq_oversample: int = 1  # records with an MEQ enter each epoch this many times (fresh q+/q-/negatives)
     # optimisation
     batch_size: int = 16  # questions per global batch (all ranks together)
     epochs: int = 1

@@ -126,7 +126,7 @@ class Trainer:
                 find_unused_parameters=True)
         self.builder = SampleBuilder(level=config.level, negatives=config.negatives,
                                      exclude_adjacent=config.exclude_adjacent, train_meqs=config.train_meqs,
-                                     seed=config.seed)
+                                     seed=config.seed, meq_oversample=config.meq_oversample)
         self.qp = QPLoss(self.passage.config.temperature)
         self.steps_per_epoch = len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
         if self.steps_per_epoch == 0:

@@ -75,11 +75,13 @@ class SampleBuilder:
     :param exclude_adjacent: in-passage negatives skip sentences next to an answer sentence
         (they often restate the answer; the reference code does this).
     :param train_meqs: add every q- as a question of its own with its own positive (MEQ paper).
+    :param meq_oversample: records with an MEQ enter each epoch this many times, each with freshly
+        drawn q+, q- and negatives (MEQs are rare in mined data: ~5% of SQuAD train questions).
     """
 
     def __init__(self, level: str = "sentence", negatives="+1 in-passage +1 BM25 random",
                  exclude_adjacent: bool = True, train_meqs: bool = True, splitter: Optional[SentenceSplitter] = None,
-                 seed: int = 0):
+                 seed: int = 0, meq_oversample: int = 1):
         if level not in ("sentence", "passage"):
             raise ValueError(f"level must be 'sentence' or 'passage', got {level!r}")
         recipe = RECIPES.get(negatives, negatives) if isinstance(negatives, str) else negatives
@@ -87,8 +89,11 @@ class SampleBuilder:
             raise ValueError(f"negatives must be one of {list(RECIPES)} or a list of 'in_passage'/'bm25', got {negatives!r}")
         if level == "passage" and "in_passage" in recipe:
             raise ValueError("in-passage negatives need level='sentence'")
+        if meq_oversample < 1:
+            raise ValueError(f"meq_oversample must be >= 1, got {meq_oversample}")
         self.level, self.recipe = level, tuple(recipe)
         self.exclude_adjacent, self.train_meqs, self.seed = exclude_adjacent, train_meqs, seed
+        self.meq_oversample = meq_oversample
         self.splitter = splitter or SentenceSplitter()
         self._sentences: Dict[str, List[str]] = {}
         self.skipped_no_answer_sentence = 0
@@ -108,20 +113,26 @@ class SampleBuilder:
         self.skipped_no_answer_sentence = 0
         groups = []
         for record in records:
-            paraphrase = rng.choice(record.positive_questions) if record.positive_questions else None
-            meq = rng.choice(record.negative_questions) if record.negative_questions else None
-            sample = self.sample(record, rng, paraphrase=paraphrase, meq=meq.question if meq else None)
-            if sample is None:
-                continue
-            group = [sample]
-            if meq is not None and self.train_meqs:
-                meq_record = meq if meq.hard_negatives else dataclasses.replace(meq, hard_negatives=record.hard_negatives)
-                meq_sample = self.sample(meq_record, rng)
-                if meq_sample is not None:
-                    group.append(meq_sample)
-            groups.append(group)
+            for _ in range(self.meq_oversample if record.negative_questions else 1):
+                group = self._group(record, rng)
+                if group:
+                    groups.append(group)
         rng.shuffle(groups)
         return groups
+
+    def _group(self, record: Record, rng: random.Random) -> List[Sample]:
+        paraphrase = rng.choice(record.positive_questions) if record.positive_questions else None
+        meq = rng.choice(record.negative_questions) if record.negative_questions else None
+        sample = self.sample(record, rng, paraphrase=paraphrase, meq=meq.question if meq else None)
+        if sample is None:
+            return []
+        group = [sample]
+        if meq is not None and self.train_meqs:
+            meq_record = meq if meq.hard_negatives else dataclasses.replace(meq, hard_negatives=record.hard_negatives)
+            meq_sample = self.sample(meq_record, rng)
+            if meq_sample is not None:
+                group.append(meq_sample)
+        return group
 
     def sample(self, record: Record, rng: random.Random, paraphrase: Optional[str] = None,
                meq: Optional[str] = None) -> Optional[Sample]:

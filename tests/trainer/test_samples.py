@@ -88,3 +88,19 @@ def test_epochs_resample_and_keep_meqs_with_their_question():
 def test_synthetic_records_give_one_sample_each():
     groups = SampleBuilder().epoch(make_records(12), 0)
     assert len(groups) == 12
+
+
+def test_meq_oversample_repeats_only_records_with_an_meq_with_fresh_draws():
+    meqs = [Record(question=f"what is it not {i}?", answers=["Other"],
+                   positives=[Passage("m", "It is Other here. Filler.", "m")]) for i in range(4)]
+    with_meq = record(question="q-meq", positive_questions=["para a", "para b", "para c"], negative_questions=meqs)
+    plain = record(question="q-plain")
+    groups = SampleBuilder(meq_oversample=5, seed=3).epoch([with_meq, plain], 0)
+    firsts = [g[0] for g in groups]
+    assert sorted(s.question for s in firsts).count("q-meq") == 5
+    assert [s.question for s in firsts].count("q-plain") == 1
+    assert len({(s.paraphrase, s.meq) for s in firsts if s.question == "q-meq"}) > 1  # re-drawn per copy
+    assert SampleBuilder(seed=3).epoch([with_meq, plain], 0) == SampleBuilder(meq_oversample=1, seed=3).epoch(
+        [with_meq, plain], 0)
+    with pytest.raises(ValueError, match="meq_oversample"):
+        SampleBuilder(meq_oversample=0)
