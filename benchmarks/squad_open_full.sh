@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's final table: every system over all 20,963 SQuAD paragraphs and all 10,570 dev
+# questions, plus the SQuAD-dev MEQ contrast set (data/meq_dev). Needs the CPU runs of
+# benchmarks/train_cpu.sh under runs/. Resumable: finished systems are cached in benchmarks/cache.
+#   bash benchmarks/squad_open_full.sh     (~1.5 h on 2 cores, mostly indexing: ~10 min per dense system)
+set -euo pipefail
+systems=(
+  "BM25=bm25"
+  "DCSR-ft=dcsr:runs/cpu_dcsr/last"
+  "DCSR+QQ (MEQ x5)=dcsr:runs/cpu_dcsr_qq_os/last"
+  "Hybrid DCSR-ft + BM25=hybrid:DCSR-ft+BM25"
+  "DPR-ft=dpr:runs/cpu_dpr/last"
+  "DCSR+QQ=dcsr:runs/cpu_dcsr_qq/last"
+  "EmbeddingRetriever zero-shot=er"
+  "DCSR zero-shot=dcsr-zero"
+)
+[ -d runs/cpu_dcsr_meq_os/last ] && systems+=("DCSR, MEQ x5, QQ off=dcsr:runs/cpu_dcsr_meq_os/last")
+args=()
+for s in "${systems[@]}"; do args+=(--system "$s"); done
+.venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
+  --out benchmarks/results/squad_open_dev.json "${args[@]}"
