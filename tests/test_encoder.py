@@ -66,15 +66,16 @@ def test_plan_windows_partitions_and_respects_budget():
 
 
 def test_mean_pooling_is_the_mean_of_the_sentence_tokens(tiny_bert_mean):
-    encoder = PassageEncoder(tiny_bert_mean)
+    encoder = PassageEncoder(tiny_bert_mean, precision="fp32")
     assert encoder.marker_id is None
     windows, _ = encoder.windows([["Alpha beta.", "Gamma delta epsilon."]])
     (row0, s0, e0), (row1, s1, e1) = windows[0].segments
     with torch.no_grad():
-        ids = torch.tensor([windows[0].input_ids])
+        ids = torch.tensor([windows[0].input_ids], device=encoder.device)
         hidden = encoder.model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0]
-    expected = torch.nn.functional.normalize(hidden[s1:e1].mean(0), dim=0).numpy()
-    np.testing.assert_allclose(encoder.encode([["Alpha beta.", "Gamma delta epsilon."]])[1], expected, atol=1e-5)
+    expected = torch.nn.functional.normalize(hidden[s1:e1].mean(0), dim=0).cpu().numpy()
+    atol = 1e-5 if encoder.device.type == "cpu" else 1e-4  # GPU kernels differ with batch shape at ~2e-5
+    np.testing.assert_allclose(encoder.encode([["Alpha beta.", "Gamma delta epsilon."]])[1], expected, atol=atol)
     assert (s0, e1) == (1, len(windows[0].input_ids) - 1)
 
 

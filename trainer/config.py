@@ -39,6 +39,7 @@ class TrainConfig:
     grad_cache_chunk: Optional[int] = None  # gradient cache: encode this many windows per pass (None: off)
     max_grad_norm: float = 2.0
     precision: str = "auto"  # autocast on CUDA: bf16 where supported, else fp16; fp32 on CPU
+    device: Optional[str] = None  # None: cuda (this rank's GPU) when available, else cpu; "cpu" forces the CPU
     temperature: Optional[float] = None  # QP softmax temperature; None: the base model's own (0.05 cosine, 1.0 dot)
     # MEQ query-side loss: L = QP + qq_weight * QQ
     qq_form: Optional[str] = None  # None, infonce, dot or triplet
@@ -62,6 +63,8 @@ class TrainConfig:
             raise ValueError(f"qq_fallback_positive must be 'dropout' or 'none', got {self.qq_fallback_positive!r}")
         if self.batch_size < 1 or self.grad_accumulation < 1:
             raise ValueError("batch_size and grad_accumulation must be >= 1")
+        if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu, cuda, cuda:N or null, got {self.device!r}")
         if self.grad_cache_chunk is not None and self.grad_cache_chunk < 1:
             raise ValueError(f"grad_cache_chunk must be >= 1 or null, got {self.grad_cache_chunk}")
 

@@ -49,23 +49,29 @@ class DualEncoder(torch.nn.Module):
 class Distributed:
     """Rank, world size and the gathering of vectors; trivial in a single process."""
 
-    def __init__(self):
+    def __init__(self, preferred_device: Optional[str] = None):
+        self.preferred_device = preferred_device
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        on_gpu = torch.cuda.is_available() and preferred_device != "cpu"
         if self.world > 1 and not dist.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            dist.init_process_group(backend)
+            dist.init_process_group("nccl" if on_gpu else "gloo")
 
     @property
     def main(self) -> bool:
         return self.rank == 0
 
     def device(self) -> torch.device:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(self.local_rank)
-            return torch.device("cuda", self.local_rank)
-        return torch.device("cpu")
+        """The preferred device (cpu, cuda, cuda:N) or, when None, this rank's GPU if there is one."""
+        preferred = self.preferred_device
+        if preferred == "cpu" or (preferred is None and not torch.cuda.is_available()):
+            return torch.device("cpu")
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {preferred!r} asked for, but torch sees no CUDA GPU")
+        index = int(preferred.split(":")[1]) if preferred and ":" in preferred else self.local_rank
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
 
     def owners(self, n: int) -> List[int]:
         """Which rank encodes each of ``n`` items: strided, so shares differ by at most one."""
@@ -111,7 +117,7 @@ class Trainer:
     def __init__(self, config: TrainConfig, records: Optional[List[Record]] = None,
                  dev_records: Optional[List[Record]] = None):
         self.config = config
-        self.dist = Distributed()
+        self.dist = Distributed(config.device)
         self.device = self.dist.device()
         _seed_everything(config.seed + self.dist.rank)
         self.records = records if records is not None else self._load(config.train_file)
