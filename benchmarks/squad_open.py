@@ -9,7 +9,9 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   hybrid:A+B   score fusion of two systems above: 0.5 * HasAns/score(A) + 0.5 * min-max BM25(B)
 
 Resumable: each system's ranking is cached under --workdir and reused while the question set is
-the same (delete the file to recompute). Writes JSON, a Markdown table and an SVG plot.
+the same (delete the file to recompute). Systems already in --out for the same questions are kept,
+so a later run can add systems; their per-question first-hit ranks (``*.first_hits.json``) let the
+paired tests cover every system in the report. Writes JSON, a Markdown table and an SVG plot.
 
     .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
         --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
@@ -37,6 +39,7 @@ from haystack_dcsr.metrics import (  # noqa: E402
     first_hit_ranks,
     mean_rank,
     mean_reciprocal_rank,
+    paired_sign_test,
     pair_hits,
     query_contrast_accuracy,
     rank_of_positive,
@@ -232,8 +235,10 @@ def main() -> None:
     fingerprint = hashlib.sha1(json.dumps([questions, sorted(texts), pairs]).encode()).hexdigest()[:12]
     args.workdir.mkdir(parents=True, exist_ok=True)
     report = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    ranks_file = args.out.with_suffix(".first_hits.json")  # per-question ranks: paired tests across runs
+    first_hits: Dict[str, List[int]] = json.loads(ranks_file.read_text()) if ranks_file.is_file() else {}
     if report.get("fingerprint") != fingerprint:
-        report = {"fingerprint": fingerprint, "systems": {}}
+        report, first_hits = {"fingerprint": fingerprint, "systems": {}}, {}
     report.update(command=" ".join([Path(sys.executable).name] + sys.argv), passages=len(passages),
                   questions=len(questions))
     contrast_questions = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
@@ -272,6 +277,7 @@ def main() -> None:
             cache.write_text(json.dumps({"spec": spec, "ranked": rankings[name], "timing": timing,
                                          "contrast_ranked": contrast_rankings[name], "ranking": ranking_result}))
         scored = evaluate(rankings[name], questions, texts)
+        first_hits[name] = scored["ranks"]
         result = {"spec": spec, "timing": timing, "top_k": scored["top_k"], "by_question_word": scored["by_question_word"]}
         if pairs:
             result["contrast"] = {**ranking_result, **pair_metrics(
@@ -280,7 +286,12 @@ def main() -> None:
         print(f"{name}: {json.dumps(result)}", flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
-    table = markdown_table(report) + "\n\n" + question_word_table(report)
+        ranks_file.write_text(json.dumps(first_hits))
+    names = [name for name in report["systems"] if name in first_hits]
+    report["paired"] = {f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
+                        for i, a in enumerate(names) for b in names[i + 1:]}
+    args.out.write_text(json.dumps(report, indent=1))
+    table = markdown_table(report) + "\n\n" + question_word_table(report) + "\n\n" + paired_table(report)
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(accuracy_svg(
         {name: [100 * r["top_k"][str(k)] for k in KS] for name, r in report["systems"].items()}, KS,
@@ -304,6 +315,15 @@ def markdown_table(report: Dict) -> str:
         index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
         query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
         lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
+    return "\n".join(lines)
+
+
+def paired_table(report: Dict) -> str:
+    """Every pair of systems: questions only A / only B gets in the top k, and McNemar's p."""
+    lines = ["| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |", "|---|---|---|"]
+    for pair, by_k in report.get("paired", {}).items():
+        cells = [f"{t['a_only']} / {t['b_only']} ({t['p_value']:.2g})" for t in (by_k["1"], by_k["20"])]
+        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -3,9 +3,9 @@
 # with the same budget (200 steps of 32 questions, lr 3e-5), mean pooling, cosine / 0.05 (the base
 # model's own geometry). Needs the data of the README's "Trainer" section under data/.
 #   bash benchmarks/train_cpu.sh [MODE]...      (default: dcsr dpr; ~30-40 min each on 2 cores)
-# Modes: dcsr, dpr, dcsr_qq (DCSR + QQ on data/squad_train_meq.jsonl), and on the same file with
-# every MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its control,
-# QQ off: the same data mix, MEQs still trained as questions).
+# Modes: dcsr, dpr, dcsr_qq (DCSR + QQ on data/squad_train_meq.jsonl) and dcsr_meq (its control:
+# the same file and MEQs still trained as questions, QQ off), and on the same file with every
+# MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control).
 set -euo pipefail
 COMMON=(--no-resume --set pooling=mean --set max_steps=200 --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
@@ -13,6 +13,7 @@ for mode in "${@:-dcsr dpr}"; do
   for m in $mode; do
     case "$m" in
       dcsr_qq_os)  config=dcsr_qq; extra=(--set meq_oversample=5) ;;
+      dcsr_meq)    config=dcsr_qq; extra=(--set qq_form=null) ;;
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
       *)           config=$m; extra=() ;;
     esac

@@ -12,6 +12,7 @@ from haystack_dcsr.metrics import (
     rank_of_positive,
     top_k_accuracy,
     top_k_by_group,
+    paired_sign_test,
     top_k_overlap,
 )
 
@@ -83,3 +84,20 @@ def test_query_contrast_accuracy():
 def test_normalize_answer_is_squad_exact_match_normalisation():
     assert normalize_answer("The  Beatles!") == "beatles"
     assert normalize_answer("Café, an old one") == "cafe old one"
+
+
+def test_paired_sign_test_by_hand():
+    a, b = [1, 2, 0, 1, 5, 0], [2, 1, 1, 0, 0, 0]
+    # top-1: a alone hits questions 0 and 3, b alone 1 and 2: n=4, P(X<=2)*2 = 2*(1+4+6)/16 > 1 -> 1
+    assert paired_sign_test(a, b, 1) == {"a_only": 2, "b_only": 2, "p_value": 1.0}
+    # top-5: a alone hits 3 and 4, b alone 2: n=3, 2*(1+3)/8 -> 1
+    assert paired_sign_test(a, b, 5) == {"a_only": 2, "b_only": 1, "p_value": 1.0}
+    # five wins, one loss: 2*(1+6)/64
+    assert paired_sign_test([1] * 5 + [0], [0] * 5 + [1], 1)["p_value"] == 14 / 64
+    # six wins, no losses: 2 / 2**6
+    assert paired_sign_test([1] * 6 + [0] * 4, [0] * 10, 1)["p_value"] == 2 / 64
+    assert paired_sign_test([3], [3], 1) == {"a_only": 0, "b_only": 0, "p_value": 1.0}
+    big = paired_sign_test([1] * 2000 + [0] * 1000, [0] * 2000 + [1] * 1000, 1)  # 2**3000 overflows a float
+    assert big["a_only"] == 2000 and 0 < big["p_value"] < 1e-30
+    with pytest.raises(ValueError, match="first-hit ranks"):
+        paired_sign_test([1, 2], [1], 1)
