@@ -18,6 +18,8 @@ systems=(
 # the QQ-off controls (benchmarks/train_cpu.sh dcsr_meq / dcsr_meq_os), when trained
 [ -d runs/cpu_dcsr_meq/last ] && systems+=("DCSR, MEQ data, QQ off=dcsr:runs/cpu_dcsr_meq/last")
 [ -d runs/cpu_dcsr_meq_os/last ] && systems+=("DCSR, MEQ x5, QQ off=dcsr:runs/cpu_dcsr_meq_os/last")
+# QQ at weight 5 (benchmarks/train_cpu.sh dcsr_qq_w5), when trained
+[ -d runs/cpu_dcsr_qq_w5/last ] && systems+=("DCSR+QQ, qq_weight 5=dcsr:runs/cpu_dcsr_qq_w5/last")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

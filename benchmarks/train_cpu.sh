@@ -5,7 +5,8 @@
 #   bash benchmarks/train_cpu.sh [MODE]...      (default: dcsr dpr; ~30-40 min each on 2 cores)
 # Modes: dcsr, dpr, dcsr_qq (DCSR + QQ on data/squad_train_meq.jsonl) and dcsr_meq (its control:
 # the same file and MEQs still trained as questions, QQ off), and on the same file with every
-# MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control).
+# MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control);
+# dcsr_qq_w5: DCSR + QQ with qq_weight 5 (the QQ term at about QP's size; it is ~1/4 of it at weight 1).
 set -euo pipefail
 COMMON=(--no-resume --set pooling=mean --set max_steps=200 --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
@@ -14,6 +15,7 @@ for mode in "${@:-dcsr dpr}"; do
     case "$m" in
       dcsr_qq_os)  config=dcsr_qq; extra=(--set meq_oversample=5) ;;
       dcsr_meq)    config=dcsr_qq; extra=(--set qq_form=null) ;;
+      dcsr_qq_w5)  config=dcsr_qq; extra=(--set qq_weight=5.0) ;;
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
       *)           config=$m; extra=() ;;
     esac
