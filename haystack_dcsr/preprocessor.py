@@ -69,6 +69,7 @@ class SentencePreprocessor(BaseComponent):
         sentences: List[Document] = []
         passages: List[Document] = []
         skipped: List[str] = []
+        documents = unique_passages(documents)
         for doc in tqdm(documents, disable=not self.progress_bar, desc="Splitting sentences", unit=" docs"):
             if doc.content_type != "text" or not isinstance(doc.content, str):
                 raise ValueError(f"Document {doc.id!r} has content_type {doc.content_type!r}: only text is supported")
@@ -100,6 +101,31 @@ class SentencePreprocessor(BaseComponent):
     def passages_from_sentences(sentences: List[Document]) -> List[Document]:
         """Inverse of ``process``: the passages that ``sentences`` (complete per passage) came from."""
         return [assemble_passage(group) for group in group_by_passage(sentences).values()]
+
+
+def unique_passages(documents: List[Document]) -> List[Document]:
+    """``documents`` without repeats of one passage; refuses two *different* passages sharing an id,
+    whose sentences would overwrite each other in the store (one lost, or a passage mixing both)."""
+    seen: Dict[str, Document] = {}
+    unique = []
+    for doc in documents:
+        first = seen.setdefault(doc.id, doc)
+        if first is doc:
+            unique.append(doc)
+        elif (first.content, first.meta) != (doc.content, doc.meta):
+            raise ValueError(
+                f"Passage id {doc.id!r} is used by two different passages in this batch ({_preview(first.content)} "
+                f"and {_preview(doc.content)}): give them distinct ids (Haystack's PreProcessor derives ids from "
+                "the content), or keep one. Nothing was split."
+            )
+    if len(unique) < len(documents):
+        logger.info("SentencePreprocessor dropped %d repeated passage(s)", len(documents) - len(unique))
+    return unique
+
+
+def _preview(text) -> str:
+    text = str(text)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def _whole(text: str) -> List[Tuple[int, int]]:

@@ -1,6 +1,7 @@
 """DCSRRetriever: sentence vectors in, passages ranked by HasAns out."""
 import json
 import logging
+import threading
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
@@ -11,21 +12,21 @@ from haystack.schema import Document
 from tqdm.auto import tqdm
 
 from haystack_dcsr.encoder import PassageEncoder
-from haystack_dcsr.hasans import hasans_scores
+from haystack_dcsr.hasans import PassageScores, hasans_scores
 from haystack_dcsr.models import DEFAULT_MODEL, resolve_model_path
+from haystack_dcsr.passage_deletion import delete_passages
 from haystack_dcsr.query_encoder import QueryEncoder
 from haystack_dcsr.sentence_docs import (
     SUPPORT,
+    PassageRef,
+    current_sentences,
     group_by_passage,
+    head_id,
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sentence_search import (
-    Hits,
-    SentenceSearch,
-    fetch_documents,
-    sentence_search_for,
-)
+from haystack_dcsr.sentence_search import Hits, SentenceSearch, sentence_search_for
+from haystack_dcsr.sql_rows import fetch_documents
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +86,9 @@ class DCSRRetriever(DenseRetriever):
         passage_cache_size: int = 100_000,
     ):
         super().__init__()
-        if top_k < 1 or top_n_sentences < 1:
-            raise ValueError(f"top_k and top_n_sentences must be >= 1, got {top_k} and {top_n_sentences}")
+        check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature,
+                         max_seq_len=max_seq_len, max_query_len=max_query_len, batch_size=batch_size,
+                         passage_cache_size=passage_cache_size)
         self.document_store = document_store
         self.query_encoder = query_encoder or QueryEncoder(
             query_model, pooling=pooling, normalize=normalize, max_seq_len=max_query_len, batch_size=batch_size,
@@ -106,6 +108,7 @@ class DCSRRetriever(DenseRetriever):
         self.progress_bar = progress_bar
         self.passage_cache_size = passage_cache_size
         self._searches: Dict[tuple, SentenceSearch] = {}
+        self._searches_lock = threading.Lock()
         if document_store is not None:
             check_store_dimension(document_store, self.embedding_dim)
 
@@ -139,46 +142,71 @@ class DCSRRetriever(DenseRetriever):
         """One vector per sentence Document, encoding each passage once and whole.
 
         Sentences whose passage siblings are not in ``documents`` (a batch boundary of
-        ``update_embeddings``) have them read from the document store.
+        ``update_embeddings``) have them read from the document store. A sentence that is not part
+        of its passage's current version (left behind by re-writing the passage), or whose passage
+        is missing sentences in the store, gets a zero vector and a warning instead of an error:
+        Haystack's ``update_embeddings`` has already reset the index when it calls this, so an
+        error here would leave the store without vectors. Such sentences are never retrieved.
         """
         groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
         if len(documents) == 1 and self.document_store is None and position(documents[0]).count > 1:
             # Haystack stores probe the vector size with one document before update_embeddings:
             # the sentence alone answers that, without its siblings
             return self.passage_encoder.encode([[documents[0].content]])
-        complete = self._complete_passages(groups)
-        passage_ids = list(complete)
+        passages = self._current_passages(groups)
+        encodable = [pid for pid, sentences in passages.items() if sentences is not None]
         vectors = self.passage_encoder.encode(
-            [[doc.content for doc in complete[pid]] for pid in passage_ids],
+            [[doc.content for doc in passages[pid]] for pid in encodable],
             batch_size=self.batch_size,
             progress_bar=self.progress_bar and len(documents) > 1000,
         )
-        first_row, row = {}, 0
-        for pid in passage_ids:
-            first_row[pid] = row
-            row += len(complete[pid])
-        for search in self._searches.values():
-            search.invalidate()
-        rows = [first_row[p.passage_id] + p.index for p in map(position, documents)]
-        return vectors[rows]
+        row_of: Dict[str, int] = {}
+        for pid in encodable:
+            for doc in passages[pid]:
+                row_of[doc.id] = len(row_of)
+        with self._searches_lock:
+            for search in self._searches.values():
+                search.invalidate()
+        output = np.zeros((len(documents), self.embedding_dim), dtype=np.float32)
+        unusable = []
+        for i, doc in enumerate(documents):
+            row = row_of.get(doc.id)  # only current sentences of complete passages have a row
+            if row is None:
+                unusable.append(doc.id)
+            else:
+                output[i] = vectors[row]
+        if unusable:
+            logger.warning(
+                "%d sentence Document(s) are not part of a complete current passage and got no usable vector: %s%s. "
+                "They are left over from re-writing a passage with another number of sentences, or their passage "
+                "lost sentences; they are never retrieved. DCSRRetriever.delete_passages or re-writing the passage "
+                "cleans them up.", len(unusable), ", ".join(unusable[:5]), " ..." if len(unusable) > 5 else "")
+        return output
 
-    def _complete_passages(self, groups: Dict[str, List[Document]]) -> Dict[str, List[Document]]:
-        have = {pid: {position(doc).index: doc for doc in docs} for pid, docs in groups.items()}
-        counts = {pid: position(docs[0]).count for pid, docs in groups.items()}
-        missing = [sid for pid, found in have.items() for j, sid in enumerate(passage_sentence_ids(pid, counts[pid]))
-                   if j not in found]
-        if missing:
-            if self.document_store is None:
-                raise ValueError(
-                    f"{len(missing)} sibling sentences of these passages are not in this batch and the retriever has "
-                    "no document store to read them from: create it with DCSRRetriever(document_store=<the store>)"
-                )
-            for doc in fetch_documents(self.document_store, missing):
-                have[position(doc).passage_id][position(doc).index] = doc
-        for pid, found in have.items():
-            if len(found) != counts[pid]:
-                raise ValueError(f"Passage {pid!r}: only {len(found)} of its {counts[pid]} sentences could be found")
-        return {pid: [found[j] for j in range(counts[pid])] for pid, found in have.items()}
+    def _current_passages(self, groups: Dict[str, List[Document]]) -> Dict[str, Optional[List[Document]]]:
+        """Each passage's current sentences in order (None when the store lacks some of them)."""
+        known = {doc.id: doc for docs in groups.values() for doc in docs}
+        heads = {pid: known[head_id(pid)] for pid in groups if head_id(pid) in known}
+        refs: Dict[str, Optional[PassageRef]] = {pid: None for pid in groups}
+        missing_heads = [head_id(pid) for pid in groups if pid not in heads]
+        for doc in self._read(missing_heads):
+            heads[position(doc).passage_id] = doc
+        for pid, head in heads.items():
+            refs[pid] = PassageRef.of(position(head))
+        wanted = [sid for ref in refs.values() if ref is not None
+                  for sid in passage_sentence_ids(ref.passage_id, ref.count) if sid not in known]
+        known.update((doc.id, doc) for doc in self._read(wanted))
+        return {pid: None if ref is None else current_sentences(ref, known) for pid, ref in refs.items()}
+
+    def _read(self, ids: List[str]) -> List[Document]:
+        if not ids:
+            return []
+        if self.document_store is None:
+            raise ValueError(
+                f"{len(ids)} sibling sentences of these passages are not in this batch and the retriever has "
+                "no document store to read them from: create it with DCSRRetriever(document_store=<the store>)"
+            )
+        return fetch_documents(self.document_store, ids)
 
     # ---- retrieval ------------------------------------------------------------------------------
 
@@ -213,52 +241,123 @@ class DCSRRetriever(DenseRetriever):
         store = document_store or self.document_store
         if store is None:
             raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to retrieve()")
-        top_k = top_k or self.top_k
-        search = self._search_for(store, index)
+        top_k = self.top_k if top_k is None else top_k
+        check_parameters(top_k=top_k)
         per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
         if len(per_query_filters) != len(queries):
             raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
+        search = self._search_for(store, index)
         results: List[List[Document]] = []
         step = batch_size or max(self.batch_size, 256)
         batches = range(0, len(queries), step)
         for start in tqdm(batches, disable=not self.progress_bar or len(batches) < 2, desc="Querying", unit=" batches"):
-            chunk = queries[start : start + step]
-            vectors = self.embed_queries(chunk)
-            chunk_filters = per_query_filters[start : start + step]
-            if all(f == chunk_filters[0] for f in chunk_filters):
-                hits = search.search(vectors, self.top_n_sentences, chunk_filters[0])
-            else:
-                hits = [search.search(v[None], self.top_n_sentences, f)[0] for v, f in zip(vectors, chunk_filters)]
-            results.extend(self._rank(search, hits, top_k))
+            vectors = self.embed_queries(queries[start : start + step])
+            results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
         return results
 
+    def _search_and_rank(self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]],
+                         top_k: int) -> List[List[Document]]:
+        """Queries sharing a filter are searched together; each query keeps its own hits."""
+        for attempt in (1, 2):
+            hits: List[Optional[Hits]] = [None] * len(vectors)
+            for group in _same_filter_groups(filters):
+                for row, found in zip(group, search.search(vectors[group], self.top_n_sentences, filters[group[0]])):
+                    hits[row] = found
+            try:
+                return self._rank(search, hits, top_k)
+            except _MapOutOfDate:
+                if attempt == 2:
+                    raise ValueError(
+                        "The document store changed while this query ran (its vector ids moved again after the "
+                        "retriever re-read them): retry, and avoid writing to the store while it serves queries"
+                    ) from None
+                search.invalidate()
+        raise AssertionError("unreachable")
+
     def _rank(self, search: SentenceSearch, hits: Sequence[Hits], top_k: int) -> List[List[Document]]:
+        """Passages by HasAns, read from the store; a passage that can no longer be rebuilt exactly is
+        left out (with a warning) and the next one takes its place. Before returning, the search
+        confirms that the supporting hits still belong to their sentences."""
         scored = [hasans_scores(h.scores, h.passage_keys, self.hasans_temperature) for h in hits]
-        fetched = search.fetch_passages({int(key) for s in scored for key in s.passages[:top_k]})
-        results = []
-        for h, scores in zip(hits, scored):
-            documents = []
-            for key, hasans in zip(scores.passages[:top_k], scores.hasans):
-                passage, sentences = fetched[int(key)]
-                support = [
-                    {
-                        "sentence_index": int(h.sentence_indices[i]),
-                        "text": sentences[h.sentence_indices[i]].content,
-                        "score": float(h.scores[i]),
-                        "probability": float(scores.sentence_probabilities[i]),
-                    }
-                    for i in np.flatnonzero(h.passage_keys == key)
-                ]
-                meta = {**passage.meta, SUPPORT: support}
-                documents.append(Document(content=passage.content, id=passage.id, score=float(hasans), meta=meta))
-            results.append(documents)
+        results: List[List[Document]] = [[] for _ in hits]
+        supports: List[tuple] = []
+        cursor = [0] * len(hits)
+        while True:
+            wanted: Dict[PassageRef, None] = {}
+            for q, (h, s) in enumerate(zip(hits, scored)):
+                for key in s.passages[cursor[q] : cursor[q] + top_k - len(results[q])]:
+                    wanted[h.passages[int(key)]] = None
+            if not wanted:
+                break
+            known = {sid: doc for h in hits for sid, doc in h.documents.items()}
+            fetched = search.fetch_passages(wanted, known)
+            dropped = [ref.passage_id for ref, passage in fetched.items() if passage is None]
+            if dropped:
+                logger.warning(
+                    "Left out %d passage(s) that the store no longer holds as they were indexed (deleted, or re-written "
+                    "without store.update_embeddings(retriever)): %s", len(dropped), ", ".join(dropped[:5]))
+            for q, (h, s) in enumerate(zip(hits, scored)):
+                window = range(cursor[q], min(cursor[q] + top_k - len(results[q]), len(s.passages)))
+                for rank in window:
+                    ref = h.passages[int(s.passages[rank])]
+                    if fetched[ref] is not None:
+                        results[q].append(self._passage_document(h, s, rank, fetched[ref], supports))
+                cursor[q] = window.stop
+        if not search.verify(supports):
+            raise _MapOutOfDate()
         return results
+
+    @staticmethod
+    def _passage_document(h: Hits, scores: PassageScores, rank: int, passage, supports: List[tuple]) -> Document:
+        content, sentences = passage
+        key = int(scores.passages[rank])
+        ref = h.passages[key]
+        support = []
+        for i in np.flatnonzero(h.passage_keys == key):
+            sentence = sentences[h.sentence_indices[i]]
+            if h.vector_ids is not None:
+                supports.append((int(h.vector_ids[i]), sentence.id, ref))
+            support.append({
+                "sentence_index": int(h.sentence_indices[i]),
+                "text": sentence.content,
+                "score": float(h.scores[i]),
+                "probability": float(scores.sentence_probabilities[i]),
+            })
+        meta = {**content.meta, SUPPORT: support}
+        return Document(content=content.content, id=content.id, score=float(scores.hasans[rank]), meta=meta)
 
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
         key = (id(store), index or store.index)
-        if key not in self._searches:
-            self._searches[key] = sentence_search_for(store, index, self.passage_cache_size)
-        return self._searches[key]
+        with self._searches_lock:
+            if key not in self._searches:
+                self._searches[key] = sentence_search_for(store, index, self.passage_cache_size)
+            return self._searches[key]
+
+    # ---- maintenance ----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Forget what this retriever read from its stores (vector maps, cached passages). It notices
+        its own writes and Haystack's, and checks results against the store; call this after
+        another process rebuilt the index in place."""
+        with self._searches_lock:
+            for search in self._searches.values():
+                search.invalidate()
+
+    def delete_passages(self, passage_ids: List[str], index: Optional[str] = None,
+                        document_store: Optional[BaseDocumentStore] = None) -> int:
+        """Delete passages (every sentence Document of each, stale ones included) by passage id and
+        return how many sentence Documents went. Unlike ``store.delete_documents`` on a FAISS Flat
+        index, the remaining vectors keep pointing at the right sentences (see
+        ``passage_deletion``), so no re-embedding is needed."""
+        store = document_store or self.document_store
+        if store is None:
+            raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to delete_passages()")
+        search = self._search_for(store, index)
+        if hasattr(search, "current_map"):
+            search.current_map()  # refuse an index that is already out of sync, before deleting anything
+        deleted = delete_passages(store, passage_ids, index)
+        self.refresh()
+        return deleted
 
     # ---- persistence ----------------------------------------------------------------------------
 
@@ -280,6 +379,40 @@ class DCSRRetriever(DenseRetriever):
         config = {**json.loads(config_file.read_text()), **kwargs}
         return cls(document_store=document_store, query_model=str(load_dir / "query_encoder"),
                    passage_model=str(load_dir / "passage_encoder"), **config)
+
+
+class _MapOutOfDate(Exception):
+    """A hit's vector id no longer belongs to its sentence in SQL: the map must be rebuilt."""
+
+
+def _same_filter_groups(filters: List[Optional[FilterType]]) -> List[List[int]]:
+    """Row numbers grouped by equal filter, in first-seen order (filters are dicts: not hashable)."""
+    groups: List[List[int]] = []
+    for row, query_filter in enumerate(filters):
+        for group in groups:
+            if filters[group[0]] == query_filter:
+                group.append(row)
+                break
+        else:
+            groups.append([row])
+    return groups
+
+
+def check_parameters(**values) -> None:
+    """Reject values that would only fail at the first query (YAML loading runs __init__)."""
+    rules = {
+        "top_k": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+        "top_n_sentences": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+        "temperature": (lambda v: v is None or (isinstance(v, (int, float)) and v > 0), "a number > 0, or null"),
+        "max_seq_len": (lambda v: v is None or (isinstance(v, int) and v >= 8), "an integer >= 8, or null"),
+        "max_query_len": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
+        "batch_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+        "passage_cache_size": (lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
+    }
+    for name, value in values.items():
+        valid, expected = rules[name]
+        if isinstance(value, bool) or not valid(value):
+            raise ValueError(f"DCSRRetriever: {name} must be {expected}, got {value!r}")
 
 
 def check_store_dimension(document_store: BaseDocumentStore, dim: int) -> None:

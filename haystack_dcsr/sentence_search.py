@@ -1,39 +1,52 @@
-"""Finding the top-N sentences of a query in a document store, and fetching the passages they form.
+"""Finding the top-N sentences of a query in a document store, and reading the passages they form.
 
 DCSR reads ~N=3,000 sentence hits per query, far more than a passage retriever. Haystack's
 ``FAISSDocumentStore.query_by_embedding`` fetches every hit from SQL and sorts them with a
 quadratic ``list.index`` (and ignores filters), so for FAISS the search runs on the FAISS index
-directly with an in-memory map from vector id to (passage, sentence), built once from a single SQL
-scan; a flat inner-product index is scanned with one BLAS product (FAISS's per-query heap is slow
-for k = 3,000). Only the top_k winning passages are then read from SQL, as plain columns, and kept
-in an LRU cache that is cleared whenever the index changes. Other stores go through their own
+directly with an in-memory ``SentenceMap`` from vector id to (passage, sentence); a flat
+inner-product index is scanned with one BLAS product (FAISS's per-query heap is slow for
+k = 3,000). Only the winning passages are then read from SQL, as plain columns, and kept in an
+LRU cache that is cleared whenever the map changes. Other stores go through their own
 ``query_by_embedding``, which must honour filters and return raw scores.
+
+Safe under threads and under batches with per-query filters: a search returns self-contained
+``Hits`` (they carry the passage table their keys point into), never keys into state that the
+next call rewrites; the map is replaced, not mutated; the cache and SQL reads hold locks.
 """
 import logging
-from collections import OrderedDict
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+import threading
+from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
+from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
 from haystack_dcsr.sentence_docs import (
+    PassageRef,
     assemble_passage,
-    group_by_passage,
-    parse_sentence_id,
+    current_sentences,
+    head_id,
     passage_sentence_ids,
     position,
 )
+from haystack_dcsr.sentence_map import SentenceMap, check_in_sync
+from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, vector_ids_matching, vector_rows
 
 logger = logging.getLogger(__name__)
 
+Passage = Tuple[Document, List[Document]]  # the rebuilt passage and its sentences in order
+
 
 class Hits(NamedTuple):
-    """The retrieved sentences of one query: raw scores and where each sentence belongs."""
+    """The retrieved current sentences of one query, best first, and where each belongs."""
 
-    scores: np.ndarray
-    passage_keys: np.ndarray  # int keys into SentenceSearch.passage_ids
+    scores: np.ndarray  # raw inner products
+    passage_keys: np.ndarray  # int keys into ``passages``
     sentence_indices: np.ndarray
+    passages: Sequence[PassageRef]  # owned by these hits, or an append-only table: never rewritten
+    vector_ids: Optional[np.ndarray] = None  # FAISS ids of the hits, checked against SQL when read
+    documents: Mapping[str, Document] = {}  # sentence Documents the search already read
 
 
 class SentenceSearch:
@@ -42,42 +55,52 @@ class SentenceSearch:
     def __init__(self, document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0):
         self.document_store = document_store
         self.index = index or document_store.index
-        self.passage_ids: List[str] = []
-        self.sentence_counts: List[int] = []
-        self._known: Dict[str, Document] = {}
-        self.cache_size = cache_size
-        self._cache: "OrderedDict[str, Tuple[Document, List[Document]]]" = OrderedDict()
+        self._cache: Optional[LRUCache] = LRUCache(maxsize=cache_size) if cache_size else None
+        self._cache_lock = threading.Lock()
 
     def invalidate(self) -> None:
         """Forget what was read from the store (call after changing it)."""
-        self._cache.clear()
+        if self._cache is not None:
+            with self._cache_lock:
+                self._cache.clear()
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
         raise NotImplementedError
 
-    def fetch_passages(self, keys: Iterable[int]) -> Dict[int, Tuple[Document, List[Document]]]:
-        """For each passage key: the passage rebuilt from its sentences, and those sentences in order."""
-        result = {}
+    def fetch_passages(self, refs: Iterable[PassageRef], known: Mapping[str, Document] = {}
+                       ) -> Dict[PassageRef, Optional[Passage]]:
+        """Each passage version rebuilt from its sentences, or None where the store no longer holds
+        all of that version's sentences (deleted, or re-written since it was indexed)."""
+        result: Dict[PassageRef, Optional[Passage]] = {}
         uncached = []
-        for key in keys:
-            cached = self._cache.get(self.passage_ids[key])
+        for ref in dict.fromkeys(refs):
+            cached = self._cached(ref)
             if cached is None:
-                uncached.append(key)
+                uncached.append(ref)
             else:
-                self._cache.move_to_end(self.passage_ids[key])
-                result[key] = cached
-        wanted = [sid for key in uncached for sid in passage_sentence_ids(self.passage_ids[key], self.sentence_counts[key])]
-        missing = [sid for sid in wanted if sid not in self._known]
-        fetched = fetch_documents(self.document_store, missing, self.index)
-        groups = group_by_passage([self._known[sid] for sid in wanted if sid in self._known] + fetched)
-        for key in uncached:
-            sentences = sorted(groups.get(self.passage_ids[key], []), key=lambda doc: position(doc).index)
-            result[key] = (assemble_passage(sentences), sentences)
-            if self.cache_size:
-                self._cache[self.passage_ids[key]] = result[key]
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+                result[ref] = cached
+        wanted = [sid for ref in uncached for sid in passage_sentence_ids(ref.passage_id, ref.count)]
+        documents = {sid: known[sid] for sid in wanted if sid in known}
+        documents.update((doc.id, doc) for doc in fetch_documents(
+            self.document_store, [sid for sid in wanted if sid not in documents], self.index))
+        for ref in uncached:
+            sentences = current_sentences(ref, documents)
+            result[ref] = None if sentences is None else (assemble_passage(sentences), sentences)
+            if sentences is not None and self._cache is not None:
+                with self._cache_lock:
+                    self._cache[ref] = result[ref]
         return result
+
+    def verify(self, hits: Iterable[Tuple[int, str, PassageRef]]) -> bool:
+        """Do these (vector id, sentence id, passage version) hits still hold in the store? Only a
+        search that maps vector ids itself can be wrong about them."""
+        return True
+
+    def _cached(self, ref: PassageRef) -> Optional[Passage]:
+        if self._cache is None:
+            return None
+        with self._cache_lock:
+            return self._cache.get(ref)
 
 
 class FaissSentenceSearch(SentenceSearch):
@@ -85,9 +108,10 @@ class FaissSentenceSearch(SentenceSearch):
 
     def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
         super().__init__(document_store, index, cache_size)
-        self._map_key: Optional[Tuple[int, int]] = None
-        self._vector_passage = np.zeros(0, dtype=np.int64)
-        self._vector_sentence = np.zeros(0, dtype=np.int32)
+        self._map = SentenceMap.empty()
+        self._map_index: Optional[int] = None  # id() of the FAISS index the map describes
+        self._stale = True
+        self._map_lock = threading.Lock()
 
     @property
     def faiss_index(self):
@@ -97,61 +121,85 @@ class FaissSentenceSearch(SentenceSearch):
         return faiss_index
 
     def invalidate(self) -> None:
+        self._stale = True
         super().invalidate()
-        self._map_key = None
 
-    def _refresh(self) -> None:
+    def current_map(self) -> SentenceMap:
+        """The map of the index as it is now: extended with new vectors, rebuilt after anything else."""
+        if self._fresh(self._map):
+            return self._map
+        with self._map_lock:
+            if self._fresh(self._map):
+                return self._map
+            faiss_index = self.faiss_index
+            ntotal, snapshot = faiss_index.ntotal, self._map
+            rebuild = self._stale or self._map_index != id(faiss_index) or ntotal < snapshot.ntotal
+            self._stale = False  # before reading: an invalidate() during the read marks it stale again
+            try:
+                if rebuild or not self._probe(snapshot):
+                    rows = list(vector_rows(self.document_store, self.index))
+                    check_in_sync(rows, ntotal, keeps_ids=_keeps_ids(faiss_index), describe=self._describe())
+                    snapshot = SentenceMap.empty().with_rows(rows, self._read_heads, ntotal)
+                else:
+                    rows = list(vector_rows(self.document_store, self.index, range(snapshot.ntotal, ntotal)))
+                    snapshot = snapshot.with_rows(rows, self._read_heads, ntotal)
+            except BaseException:
+                self._stale = True
+                raise
+            self._map, self._map_index = snapshot, id(faiss_index)
+            super().invalidate()
+            return snapshot
+
+    def _fresh(self, snapshot: SentenceMap) -> bool:
         faiss_index = self.faiss_index
-        key = (id(faiss_index), faiss_index.ntotal)
-        if key == self._map_key:
-            return
-        super().invalidate()
-        from haystack.document_stores.sql import DocumentORM
+        return not self._stale and self._map_index == id(faiss_index) and snapshot.ntotal == faiss_index.ntotal
 
-        rows = (
-            self.document_store.session.query(DocumentORM.id, DocumentORM.vector_id)
-            .filter(DocumentORM.index == self.index, DocumentORM.vector_id.isnot(None))
-            .all()
-        )
-        passage_key: Dict[str, int] = {}
-        vector_passage = np.full(faiss_index.ntotal, -1, dtype=np.int64)
-        vector_sentence = np.zeros(faiss_index.ntotal, dtype=np.int32)
-        counts: Dict[int, int] = {}
-        for doc_id, vector_id in rows:
-            passage_id, sentence_index = parse_sentence_id(doc_id)
-            pkey = passage_key.setdefault(passage_id, len(passage_key))
-            vector = int(vector_id)
-            if vector < faiss_index.ntotal:
-                vector_passage[vector] = pkey
-                vector_sentence[vector] = sentence_index
-            counts[pkey] = max(counts.get(pkey, 0), sentence_index + 1)
-        self.passage_ids = list(passage_key)
-        self.sentence_counts = [counts[k] for k in range(len(passage_key))]
-        self._vector_passage, self._vector_sentence = vector_passage, vector_sentence
-        self._map_key = key
+    def _probe(self, snapshot: SentenceMap) -> bool:
+        """Do a few vectors the map knows still belong to the same sentences? (False when the index
+        was rebuilt behind this retriever's back, e.g. by another retriever's update_embeddings.)"""
+        probes = snapshot.probe_ids()
+        if not probes:
+            return snapshot.ntotal == 0
+        now = doc_ids_at(self.document_store, self.index, probes)
+        return all(now.get(v) == snapshot.sentence_id_at(v) for v in probes)
 
-    def _allowed_vectors(self, filters: FilterType) -> np.ndarray:
-        from haystack.document_stores.filter_utils import LogicalFilterClause
-        from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+    def _read_heads(self, passage_ids: List[str]):
+        return {position(doc).passage_id: position(doc)
+                for doc in fetch_documents(self.document_store, [head_id(pid) for pid in passage_ids], self.index)}
 
-        select_ids = LogicalFilterClause.parse(filters).convert_to_sql(MetaDocumentORM)
-        rows = (
-            self.document_store.session.query(DocumentORM.vector_id)
-            .filter(DocumentORM.index == self.index, DocumentORM.vector_id.isnot(None), DocumentORM.id.in_(select_ids))
-            .all()
-        )
-        return np.array(sorted(int(r[0]) for r in rows), dtype=np.int64)
+    def verify(self, hits: Iterable[Tuple[int, str, PassageRef]]) -> bool:
+        """One indexed read of the returned passages' supporting rows: a map that another
+        retriever or process made stale (an index rebuilt in place to the same size, a passage
+        re-written under the same vector ids) is caught before anything is returned."""
+        expected = {vector_id: (sid, ref) for vector_id, sid, ref in hits}
+        if not expected:
+            return True
+        rows = {row.vector_id: row for row in vector_rows(self.document_store, self.index, expected)}
+        for vector_id, (sid, ref) in expected.items():
+            row = rows.get(vector_id)
+            if row is None or row.doc_id != sid or row.where is None or PassageRef.of(row.where) != ref:
+                return False
+        return True
+
+    def _describe(self) -> str:
+        return f"FAISSDocumentStore index {self.index!r}"
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
-        self._refresh()
+        snapshot = self.current_map()
         faiss_index = self.faiss_index
         queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != faiss_index.d:
+            raise ValueError(
+                f"Query vectors have dimension {queries.shape[-1]} but the FAISS index {self.index!r} holds "
+                f"{faiss_index.d}-dimensional vectors: query with the towers the index was built with, or re-index "
+                "with store.update_embeddings(retriever)"
+            )
         if self.document_store.similarity == "cosine":
             queries = queries / np.linalg.norm(queries, axis=1, keepdims=True).clip(min=1e-12)
         if faiss_index.ntotal == 0:
             return [_no_hits() for _ in queries]
         if filters:
-            allowed = self._allowed_vectors(filters)
+            allowed = np.array(vector_ids_matching(self.document_store, self.index, filters), dtype=np.int64)
             if len(allowed) == 0:
                 return [_no_hits() for _ in queries]
             scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed)
@@ -159,83 +207,54 @@ class FaissSentenceSearch(SentenceSearch):
             scores, vector_ids = _search(faiss_index, queries, min(top_n, faiss_index.ntotal))
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
-            valid = row_ids >= 0
-            row_ids = row_ids[valid]
-            keys = self._vector_passage[row_ids]
-            mapped = keys >= 0
-            hits.append(Hits(row_scores[valid][mapped], keys[mapped], self._vector_sentence[row_ids][mapped]))
+            keep, keys, sentences = snapshot.lookup(row_ids)
+            hits.append(Hits(row_scores[keep], keys, sentences, snapshot.passages, row_ids[keep]))
         return hits
 
 
 class StoreSentenceSearch(SentenceSearch):
     """Any Haystack store with ``query_by_embedding`` (e.g. ``InMemoryDocumentStore``).
 
-    No passage cache: such stores give no cheap signal that their content changed."""
+    No passage cache: such stores give no cheap signal that their content changed. Each query's
+    hits carry their own passage table, so concurrent and per-filter searches cannot mix."""
 
     def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
         super().__init__(document_store, index, cache_size=0)
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
-        self._known = {}
-        passage_key: Dict[str, int] = {}
-        self.passage_ids, self.sentence_counts = [], []
-        hits = []
-        for vector in query_vectors:
-            docs = self.document_store.query_by_embedding(
-                vector, filters=filters, top_k=top_n, index=self.index, scale_score=False, return_embedding=False
-            )
-            keys, sentences, scores = [], [], []
-            for doc in docs:
-                where = position(doc)
-                key = passage_key.get(where.passage_id)
-                if key is None:
-                    key = passage_key[where.passage_id] = len(self.passage_ids)
-                    self.passage_ids.append(where.passage_id)
-                    self.sentence_counts.append(where.count)
-                self._known[doc.id] = doc
-                keys.append(key)
-                sentences.append(where.index)
-                scores.append(doc.score)
-            hits.append(Hits(np.array(scores, dtype=np.float32), np.array(keys, dtype=np.int64), np.array(sentences, dtype=np.int32)))
-        return hits
+        return [self._search_one(vector, top_n, filters) for vector in query_vectors]
 
-
-def fetch_documents(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> List[Document]:
-    """Documents by id. For SQL-backed stores (FAISS included) reads plain columns instead of ORM
-    objects: Haystack's ``get_documents_by_id`` builds an ORM object per row, milliseconds each,
-    which would dominate query latency when a query reads hundreds of sentences."""
-    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM, SQLDocumentStore
-
-    if not ids:
-        return []
-    if not isinstance(document_store, SQLDocumentStore):
-        return document_store.get_documents_by_id(ids, index=index)
-    index = index or document_store.index
-    session = document_store.session
-    documents: Dict[str, Document] = {}
-    # Select by id only and check the index in Python: with "index = ?" in the WHERE clause SQLite
-    # picks the index on that column, which every row shares, and scans the whole table.
-    for start in range(0, len(ids), _SQL_BATCH):
-        chunk = ids[start : start + _SQL_BATCH]
-        rows = session.query(DocumentORM.id, DocumentORM.index, DocumentORM.content, DocumentORM.content_type,
-                             DocumentORM.vector_id).filter(DocumentORM.id.in_(chunk))
-        for row in rows:
-            if row.index == index:
-                meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
-                documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type, meta=meta)
-        metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.document_index, MetaDocumentORM.name,
-                              MetaDocumentORM.value).filter(MetaDocumentORM.document_id.in_(chunk))
-        for row in metas:
-            if row.document_index == index and row.document_id in documents:
-                documents[row.document_id].meta[row.name] = row.value
-    return list(documents.values())
-
-
-_SQL_BATCH = 5000
+    def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[FilterType]) -> Hits:
+        docs = self.document_store.query_by_embedding(
+            vector, filters=filters, top_k=top_n, index=self.index, scale_score=False, return_embedding=False
+        )
+        known = {doc.id: doc for doc in docs}
+        where = [position(doc) for doc in docs]
+        heads = {w.passage_id: w for w in where if w.index == 0}
+        missing = list(dict.fromkeys(head_id(w.passage_id) for w in where if w.passage_id not in heads))
+        for doc in fetch_documents(self.document_store, missing, self.index):
+            heads[position(doc).passage_id] = position(doc)
+        passages: List[PassageRef] = []
+        keys: Dict[str, int] = {}
+        rows, hit_keys, sentences = [], [], []
+        for row, w in enumerate(where):
+            head = heads.get(w.passage_id)
+            if head is None or not w.same_version(head):
+                continue  # a stale sentence, or one whose passage lost its sentence #0
+            key = keys.get(w.passage_id)
+            if key is None:
+                key = keys[w.passage_id] = len(passages)
+                passages.append(PassageRef.of(head))
+            rows.append(row)
+            hit_keys.append(key)
+            sentences.append(w.index)
+        scores = np.array([docs[row].score for row in rows], dtype=np.float32)
+        return Hits(scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages,
+                    None, known)
 
 
 def _no_hits() -> Hits:
-    return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32))
+    return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32), ())
 
 
 def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0) -> SentenceSearch:
@@ -244,6 +263,13 @@ def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] 
     if isinstance(document_store, FAISSDocumentStore):
         return FaissSentenceSearch(document_store, index, cache_size)
     return StoreSentenceSearch(document_store, index)
+
+
+def _keeps_ids(faiss_index) -> bool:
+    """IVF indexes store each vector's id, so removing vectors leaves the others' ids unchanged."""
+    import faiss
+
+    return isinstance(faiss.downcast_index(faiss_index), faiss.IndexIVF)
 
 
 def _search(faiss_index, queries: np.ndarray, k: int):

@@ -5,6 +5,7 @@ from haystack_dcsr.preprocessor import SentencePreprocessor
 from haystack_dcsr.sentence_docs import (
     assemble_passage,
     parse_sentence_id,
+    passage_version,
     sentence_documents,
     sentence_id,
 )
@@ -25,8 +26,10 @@ def test_sentence_documents_link_to_their_passage():
     assert [d.id for d in docs] == ["p1#0", "p1#1"]
     assert [d.content for d in docs] == ["One here.", "Two there."]
     assert docs[1].meta["title"] == "T"
+    version = passage_version(passage.content, spans)
     assert docs[1].meta["dcsr"] == {"passage_id": "p1", "index": 1, "count": 2, "start": 13, "end": 23,
-                                    "gap": "  ", "tail": "\n"}
+                                    "gap": "  ", "tail": "\n", "version": version}
+    assert docs[0].meta["dcsr"]["version"] == version and len(version) == 16
     assert docs[0].meta["dcsr"]["tail"] == "" and docs[0].meta["dcsr"]["gap"] == "  "
 
 

@@ -1,0 +1,123 @@
+"""Which passage version and sentence each vector of a FAISS sentence index stands for.
+
+FAISS knows vectors by position; Haystack keeps each document's vector id in SQL. DCSR reads
+thousands of hits per query, so the map lives in memory as two arrays indexed by vector id: built
+by one pass over the table, then *extended* with the rows of new vector ids only (Haystack adds
+vectors at the end). A map is never changed in place: a change makes a new map that shares the
+append-only passage list, so a search holding a map sees one consistent state while another
+thread updates the retriever's map.
+
+Only *current* sentences are mapped (see ``sentence_docs``): a vector whose row is a stale
+sentence, whose passage has no sentence #0, or whose row is not a DCSR sentence maps to -1 and
+is never a hit.
+"""
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from haystack_dcsr.sentence_docs import PassageRef, SentencePosition, sentence_id
+from haystack_dcsr.sql_rows import VectorRow
+
+HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
+
+
+class SentenceMap:
+    """vector id -> (passage key, sentence index); ``passages[key]`` is the passage version."""
+
+    def __init__(self, vector_passage: np.ndarray, vector_sentence: np.ndarray, passages: List[PassageRef],
+                 keys: Dict[str, int], ntotal: int):
+        self.vector_passage = vector_passage
+        self.vector_sentence = vector_sentence
+        self.passages = passages  # append-only: keys held by earlier hits stay valid
+        self.keys = keys  # passage id -> key of its current version
+        self.ntotal = ntotal  # the FAISS index size this map describes
+
+    @classmethod
+    def empty(cls) -> "SentenceMap":
+        return cls(np.zeros(0, np.int32), np.zeros(0, np.int32), [], {}, 0)
+
+    @property
+    def mapped(self) -> int:
+        """Vectors that stand for a current sentence."""
+        return int(np.count_nonzero(self.vector_passage >= 0))
+
+    def with_rows(self, rows: Iterable[VectorRow], read_heads: HeadReader, ntotal: int) -> "SentenceMap":
+        """A new map: this one plus ``rows`` (rows of new vector ids, or all rows on a rebuild).
+
+        A passage whose sentence #0 now has another version gets a new key; the vectors of its
+        old version stop being hits."""
+        rows = list(rows)
+        size = max([ntotal, len(self.vector_passage)] + [row.vector_id + 1 for row in rows])
+        vector_passage = np.full(size, -1, dtype=np.int32)
+        vector_sentence = np.zeros(size, dtype=np.int32)
+        vector_passage[: len(self.vector_passage)] = self.vector_passage
+        vector_sentence[: len(self.vector_sentence)] = self.vector_sentence
+        by_passage: Dict[str, List[VectorRow]] = {}
+        for row in rows:
+            if row.where is None:
+                vector_passage[row.vector_id] = -1
+            else:
+                by_passage.setdefault(row.where.passage_id, []).append(row)
+        heads = {pid: row.where for pid, group in by_passage.items() for row in group if row.where.index == 0}
+        unknown = [pid for pid in by_passage if pid not in heads]
+        heads.update(read_heads(unknown) if unknown else {})
+        passages, keys, replaced = self.passages, self.keys, []
+        for pid, group in by_passage.items():
+            head = heads.get(pid)
+            key = keys.get(pid)
+            if head is not None and (key is None or passages[key] != PassageRef.of(head)):
+                if key is not None:
+                    replaced.append(key)
+                key = keys[pid] = len(passages)
+                passages.append(PassageRef.of(head))
+            for row in group:
+                current = head is not None and row.where.same_version(head)
+                vector_passage[row.vector_id] = key if current else -1
+                vector_sentence[row.vector_id] = row.where.index
+        if replaced:
+            vector_passage[np.isin(vector_passage, replaced)] = -1
+        return SentenceMap(vector_passage, vector_sentence, passages, keys, ntotal)
+
+    def lookup(self, vector_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keep mask, passage keys, sentence indices) of FAISS result ids (-1 = no result)."""
+        inside = (vector_ids >= 0) & (vector_ids < len(self.vector_passage))
+        safe = np.where(inside, vector_ids, 0)
+        keys = np.where(inside, self.vector_passage[safe], -1)
+        keep = keys >= 0
+        return keep, keys[keep], self.vector_sentence[safe][keep]
+
+    def sentence_id_at(self, vector_id: int) -> Optional[str]:
+        if not 0 <= vector_id < len(self.vector_passage) or self.vector_passage[vector_id] < 0:
+            return None
+        return sentence_id(self.passages[self.vector_passage[vector_id]].passage_id,
+                           int(self.vector_sentence[vector_id]))
+
+    def probe_ids(self, count: int = 4) -> List[int]:
+        """A few mapped vector ids spread over the index (first, last and between), to check
+        cheaply that the store still puts the same sentences there."""
+        mapped = np.flatnonzero(self.vector_passage[: self.ntotal] >= 0)
+        if len(mapped) == 0:
+            return []
+        picks = np.unique(np.linspace(0, len(mapped) - 1, num=min(count, len(mapped))).astype(int))
+        return [int(mapped[i]) for i in picks]
+
+
+def check_in_sync(rows: Sequence[VectorRow], ntotal: int, keeps_ids: bool, describe: str) -> None:
+    """Refuse an index whose SQL vector ids no longer point at their vectors.
+
+    Removing vectors from a FAISS index that numbers them by position (Flat, HNSW, SQ, PQ: all
+    but IVF) shifts every later vector down while Haystack keeps the old ids in SQL: each later
+    id then names another sentence's vector. That shows as an id at or past ``ntotal``."""
+    largest = max((row.vector_id for row in rows), default=-1)
+    if len(rows) > ntotal or (not keeps_ids and largest >= ntotal):
+        raise IndexOutOfSyncError(
+            f"{describe}: its FAISS index holds {ntotal} vectors but SQL gives {len(rows)} documents vector ids up to "
+            f"{largest}. Documents were probably deleted from a FAISS index that renumbers its vectors (Flat, HNSW, "
+            "PQ, SQ), so stored ids now point at other sentences' vectors. Nothing was returned. Rebuild the vectors "
+            "with store.update_embeddings(retriever); to delete passages without this, use "
+            "DCSRRetriever.delete_passages."
+        )
+
+
+class IndexOutOfSyncError(ValueError):
+    """The FAISS index and the SQL vector ids disagree; the message says how to rebuild."""

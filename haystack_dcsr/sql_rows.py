@@ -1,0 +1,153 @@
+"""Direct reads of a Haystack 1.x SQL-backed store (FAISSDocumentStore included): the one module
+that touches Haystack's ORM tables and session.
+
+Haystack's own readers build an ORM object per row (milliseconds each) and some scan the whole
+table; DCSR reads hundreds of sentences per query and every sentence row when it maps a FAISS
+index, so it reads plain columns here. A store's SQLAlchemy session is one object shared by every
+caller and is not thread-safe, so every read below holds that store's lock (``store_lock``).
+"""
+import threading
+import weakref
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence
+
+from haystack.document_stores.base import BaseDocumentStore, FilterType
+from haystack.schema import Document
+
+from haystack_dcsr.sentence_docs import META, SentencePosition
+
+_SQL_BATCH = 5000
+_locks: "weakref.WeakKeyDictionary[BaseDocumentStore, threading.RLock]" = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def store_lock(document_store: BaseDocumentStore) -> threading.RLock:
+    """The lock that serialises this process's reads of one store's SQL session."""
+    with _locks_guard:
+        lock = _locks.get(document_store)
+        if lock is None:
+            lock = _locks[document_store] = threading.RLock()
+        return lock
+
+
+def is_sql_store(document_store: BaseDocumentStore) -> bool:
+    from haystack.document_stores.sql import SQLDocumentStore
+
+    return isinstance(document_store, SQLDocumentStore)
+
+
+class VectorRow(NamedTuple):
+    """A sentence row that has a FAISS vector: its id, vector id and position (None if not DCSR)."""
+
+    doc_id: str
+    vector_id: int
+    where: Optional[SentencePosition]
+
+
+def fetch_documents(document_store: BaseDocumentStore, ids: Sequence[str], index: Optional[str] = None) -> List[Document]:
+    """Documents by id (missing ids are left out), with ``meta["vector_id"]`` where they have one."""
+    if not ids:
+        return []
+    if not is_sql_store(document_store):
+        return document_store.get_documents_by_id(list(ids), index=index)
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+
+    index = index or document_store.index
+    documents: Dict[str, Document] = {}
+    with store_lock(document_store):
+        session = document_store.session
+        # Select by id only and check the index in Python: with "index = ?" in the WHERE clause SQLite
+        # picks the index on that column, which every row shares, and scans the whole table.
+        for chunk in _chunks(list(ids)):
+            rows = session.query(DocumentORM.id, DocumentORM.index, DocumentORM.content, DocumentORM.content_type,
+                                 DocumentORM.vector_id).filter(DocumentORM.id.in_(chunk))
+            for row in rows:
+                if row.index == index:
+                    meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
+                    documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type,
+                                                 meta=meta)
+            metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.document_index, MetaDocumentORM.name,
+                                  MetaDocumentORM.value).filter(MetaDocumentORM.document_id.in_(chunk))
+            for row in metas:
+                if row.document_index == index and row.document_id in documents:
+                    documents[row.document_id].meta[row.name] = row.value
+    return list(documents.values())
+
+
+def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] = None) -> Iterator[VectorRow]:
+    """Rows that have a vector id (all of them, or those with the given vector ids), with their
+    DCSR position. One pass over the table when ``vector_ids`` is None; by the (index, vector_id)
+    unique index otherwise."""
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+    from sqlalchemy import and_
+
+    joined = and_(MetaDocumentORM.document_id == DocumentORM.id, MetaDocumentORM.document_index == DocumentORM.index,
+                  MetaDocumentORM.name == META)
+    with store_lock(document_store):
+        session = document_store.session
+        base = (session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.value)
+                .outerjoin(MetaDocumentORM, joined).filter(DocumentORM.index == index))
+        if vector_ids is None:
+            queries = [base.filter(DocumentORM.vector_id.isnot(None))]
+        else:
+            wanted = [str(v) for v in vector_ids]
+            queries = [base.filter(DocumentORM.vector_id.in_(chunk)) for chunk in _chunks(wanted)]
+        rows = [row for query in queries for row in query.yield_per(_SQL_BATCH)]
+    for doc_id, vector_id, info in rows:
+        yield VectorRow(doc_id, int(vector_id), _position(info))
+
+
+def vector_ids_matching(document_store, index: str, filters: FilterType) -> List[int]:
+    """Vector ids of the rows that pass Haystack ``filters`` (translated to SQL by Haystack)."""
+    from haystack.document_stores.filter_utils import LogicalFilterClause
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+
+    select_ids = LogicalFilterClause.parse(filters).convert_to_sql(MetaDocumentORM)
+    with store_lock(document_store):
+        rows = (
+            document_store.session.query(DocumentORM.vector_id)
+            .filter(DocumentORM.index == index, DocumentORM.vector_id.isnot(None), DocumentORM.id.in_(select_ids))
+            .all()
+        )
+    return sorted(int(r[0]) for r in rows)
+
+
+def doc_ids_at(document_store, index: str, vector_ids: Sequence[int]) -> Dict[int, str]:
+    """Which document each of a few vector ids belongs to now (probes for an index rebuilt elsewhere)."""
+    from haystack.document_stores.sql import DocumentORM
+
+    with store_lock(document_store):
+        rows = (document_store.session.query(DocumentORM.vector_id, DocumentORM.id)
+                .filter(DocumentORM.index == index, DocumentORM.vector_id.in_([str(v) for v in vector_ids])).all())
+    return {int(vector_id): doc_id for vector_id, doc_id in rows}
+
+
+def _position(info) -> Optional[SentencePosition]:
+    if not isinstance(info, dict):
+        return None
+    try:
+        return SentencePosition(**info)
+    except TypeError:
+        return None
+
+
+def _chunks(items: List, size: int = _SQL_BATCH) -> Iterator[List]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def sentence_ids_of(document_store, index: str, passage_ids: Sequence[str]) -> List[str]:
+    """Every sentence id ``<passage id>#<n>`` in the store for these passages, found by a range
+    scan of the primary key ('$' follows '#'), stale sentences of earlier versions included."""
+    from haystack.document_stores.sql import DocumentORM
+
+    found = []
+    with store_lock(document_store):
+        for passage_id in dict.fromkeys(passage_ids):
+            rows = (document_store.session.query(DocumentORM.id)
+                    .filter(DocumentORM.id >= f"{passage_id}#", DocumentORM.id < f"{passage_id}$",
+                            DocumentORM.index == index).all())
+            for (doc_id,) in rows:
+                head, _, number = doc_id.rpartition("#")
+                if head == passage_id and number.isdigit():
+                    found.append(doc_id)
+    return found
