@@ -129,7 +129,7 @@ def main() -> None:
     report["systems"]["DCSR (zero-shot, mean pooling)"] = result
     print(json.dumps(result), flush=True)
     retriever.passage_cache_size = 0
-    retriever._searches.clear()
+    retriever.refresh()
     cold = {k: result[k] for k in ("index_s", "passages_per_s", "vectors")}
     cold.update(measure_queries(retriever, store, questions, max(KS), args.batch))
     report["systems"]["DCSR, passage cache off"] = cold

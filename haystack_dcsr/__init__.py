@@ -6,6 +6,7 @@ Importing the package registers its nodes with Haystack, so YAML pipelines can n
 """
 from haystack_dcsr.bm25 import SparseBM25DocumentStore
 from haystack_dcsr.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.pipelines import load_pipeline
 from haystack_dcsr.preprocessor import SentencePreprocessor
 from haystack_dcsr.query_encoder import QueryEncoder
 from haystack_dcsr.retriever import DCSRRetriever
@@ -18,6 +19,7 @@ __all__ = [
     "SentenceSplitter",
     "SparseBM25DocumentStore",
     "hasans_scores",
+    "load_pipeline",
     "sentence_probabilities",
 ]
 __version__ = "0.1.0"

@@ -107,9 +107,17 @@ def load_tower(
 ) -> Tuple[PreTrainedTokenizerBase, PreTrainedModel, EncoderConfig]:
     """Tokenizer, model and config of one tower; adds the ``<sent>`` marker when pooling needs it."""
     path = resolve_model_path(name_or_path)
+    if os.path.isdir(path) and not (Path(path) / "config.json").is_file():
+        raise OSError(
+            f"Could not load model {name_or_path!r}: the directory has no config.json, so it is not a Hugging Face "
+            "model directory: give "
+            "one written by save_pretrained (config.json, tokenizer files, weights), e.g. a trainer output's "
+            "query_encoder/ or passage_encoder/"
+        )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModel.from_pretrained(path)
+        # never run code shipped with a model directory: DCSR needs only standard encoder architectures
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModel.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as error:
         raise OSError(
             f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "

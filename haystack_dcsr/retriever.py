@@ -243,6 +243,7 @@ class DCSRRetriever(DenseRetriever):
             raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to retrieve()")
         top_k = self.top_k if top_k is None else top_k
         check_parameters(top_k=top_k)
+        check_store_dimension(store, self.embedding_dim, written=False)
         per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
         if len(per_query_filters) != len(queries):
             raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
@@ -415,10 +416,11 @@ def check_parameters(**values) -> None:
             raise ValueError(f"DCSRRetriever: {name} must be {expected}, got {value!r}")
 
 
-def check_store_dimension(document_store: BaseDocumentStore, dim: int) -> None:
+def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: bool = True) -> None:
     store_dim = getattr(document_store, "embedding_dim", None)
     if store_dim is not None and store_dim != dim:
+        fix = (f"create the store with embedding_dim={dim} (nothing was written to it)" if written else
+               "query it with the towers its vectors were made with, or re-index it with these")
         raise ValueError(
-            f"The document store expects {store_dim}-dimensional embeddings but the DCSR towers produce {dim}: "
-            f"create the store with embedding_dim={dim} (nothing was written to it)"
+            f"The document store expects {store_dim}-dimensional embeddings but the DCSR towers produce {dim}: {fix}"
         )

@@ -36,9 +36,10 @@ QUESTIONS = [
 ]
 
 
-def make_tiny_bert(directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1):
+def make_tiny_bert(directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1,
+                   hidden_size=32):
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    config = BertConfig(vocab_size=30522, hidden_size=hidden_size, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=dropout,
                         attention_probs_dropout_prob=dropout)
     BertModel(config).save_pretrained(directory)

@@ -14,20 +14,22 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from trainer.data import DataError, Passage, load_records, squad_to_records, write_records
+from trainer.data import DataError, Passage, load_records, read_lines, squad_to_records, write_records
 
 MEQ_THRESHOLD = 0.79  # all-MiniLM-L6-v2: keeps 90% of AmbigQA dev MEQ-like pairs (calibrate-meq: 0.788)
 
 
 def read_corpus(path: str) -> List[Passage]:
     passages = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            if line.strip():
+    for number, line in read_lines(path):
+        if line.strip():
+            try:
                 raw = json.loads(line)
-                if not isinstance(raw.get("text"), str):
-                    raise DataError(f"{path}: line {number + 1}: a passage needs 'text'")
-                passages.append(Passage(title=raw.get("title", ""), text=raw["text"], passage_id=raw.get("passage_id")))
+            except json.JSONDecodeError as error:
+                raise DataError(f"{path}: line {number} is not valid JSON ({error})") from error
+            if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+                raise DataError(f"{path}: line {number}: a passage needs 'text'")
+            passages.append(Passage(title=raw.get("title", ""), text=raw["text"], passage_id=raw.get("passage_id")))
     return passages
 
 
@@ -173,9 +175,12 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from trainer.config import ConfigError
+    from trainer.engine import CheckpointError
+
     try:
         args.func(args)
-    except DataError as error:
+    except (DataError, ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
 

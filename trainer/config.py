@@ -1,7 +1,8 @@
 """Training configuration: one dataclass, read from YAML, overridable from the command line."""
 import dataclasses
+import typing
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Any, List, Optional, Union
 
 import yaml
 
@@ -55,6 +56,7 @@ class TrainConfig:
     dev_batch_size: int = 32
 
     def __post_init__(self):
+        check_types(self)
         if self.level not in ("sentence", "passage"):
             raise ValueError(f"level must be 'sentence' or 'passage', got {self.level!r}")
         if self.qq_form not in (None, "infonce", "dot", "triplet"):
@@ -79,13 +81,68 @@ class TrainConfig:
         for item in overrides or []:
             key, sep, raw = item.partition("=")
             if not sep:
-                raise ValueError(f"Override {item!r} is not key=value")
+                raise ConfigError(f"Override {item!r} is not key=value")
             values[key.strip()] = yaml.safe_load(raw)
+        for name, hint in typing.get_type_hints(cls).items():
+            if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
+                values[name] = _number(values[name])
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"Unknown config keys: {', '.join(unknown)}")
+            raise ConfigError(f"Unknown config keys: {', '.join(unknown)} (see python -m trainer train --help)")
         return cls(**values)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
+
+
+class ConfigError(ValueError):
+    """A config value of the wrong type or range; the message names the field."""
+
+
+def check_types(config) -> None:
+    """Every field holds a value of its annotated type (YAML and ``--set`` values arrive untyped)."""
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if not _matches(value, hints[field.name]):
+            raise ConfigError(
+                f"{field.name} must be {_describe(hints[field.name])}, got {value!r} ({type(value).__name__}); "
+                f"e.g. --set {field.name}={field.default!r}"
+            )
+
+
+def _number(text: str):
+    """YAML 1.1 reads '1e-5' (no dot) as a string: numbers for number fields, else left for the check."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is Union:
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if origin in (list, List):
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_matches(v, item) for v in value)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Union:
+        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
+    if origin in (list, List):
+        return f"a list of {_describe(typing.get_args(hint)[0])}"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+            type(None): "null"}.get(hint, str(hint))

@@ -11,11 +11,13 @@ A record (one JSON object, in a JSON list or one per line of a JSONL file)::
 
 ``hard_negative_questions`` (the MEQ reference code's name) is read as ``negative_questions``.
 """
+import contextlib
 import dataclasses
 import gzip
 import hashlib
 import json
 import logging
+import zlib
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
@@ -172,21 +174,42 @@ def _open(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
 
 
-def _raw_records(path: Path) -> Iterator[Any]:
-    jsonl = ".jsonl" in path.suffixes
-    with _open(path) as handle:
-        if jsonl:
-            for line_number, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise DataError(f"{path}: line {line_number} is not valid JSON ({error})") from error
-            return
+@contextlib.contextmanager
+def _reading(path: Path):
+    """Turn decoding failures (not UTF-8, not gzip, a truncated .gz) into a DataError naming the file."""
+    try:
+        yield
+    except (UnicodeDecodeError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        kind = "gzip-compressed UTF-8 text" if path.suffix == ".gz" else "UTF-8 text"
+        raise DataError(f"{path}: cannot be read as {kind} ({type(error).__name__}: {error})") from error
+
+
+def read_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
+    """(line number, line) of a text or .gz file; a DataError names the file if it cannot be read."""
+    path = Path(path)
+    with _reading(path), _open(path) as handle:
+        yield from enumerate(handle, 1)
+
+
+def read_json(path: Union[str, Path]) -> Any:
+    path = Path(path)
+    with _reading(path), _open(path) as handle:
         try:
-            data = json.load(handle)
+            return json.load(handle)
         except json.JSONDecodeError as error:
             raise DataError(f"{path}: not valid JSON ({error})") from error
+
+
+def _raw_records(path: Path) -> Iterator[Any]:
+    if ".jsonl" in path.suffixes:
+        for line_number, line in read_lines(path):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise DataError(f"{path}: line {line_number} is not valid JSON ({error})") from error
+        return
+    data = read_json(path)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of records (or use .jsonl)")
     yield from data
@@ -204,8 +227,7 @@ def write_records(records: List[Record], path: Union[str, Path]) -> None:
 def squad_to_records(squad_path: Union[str, Path], id_prefix: str = "") -> Tuple[List[Record], List[Passage]]:
     """SQuAD v1.1 JSON(.gz) -> (one record per question with its paragraph as positive, all paragraphs)."""
     path = Path(squad_path)
-    with _open(path) as handle:
-        data = json.load(handle)
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise DataError(f"{path}: not a SQuAD file (no 'data' list)")
     records, passages = [], []

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import random
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -352,16 +353,24 @@ class Trainer:
 
     def load_checkpoint(self) -> None:
         directory = self.output / "checkpoint"
-        state = torch.load(directory / "state.pt", map_location=self.device, weights_only=True)
-        self.query.model.load_state_dict(state["query"])
-        self.passage.model.load_state_dict(state["passage"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        self.state, self.history = state["state"], state["history"]
-        rng_file = directory / f"rng-{self.dist.rank}.pt"
-        if rng_file.is_file():
-            _set_rng_state(torch.load(rng_file, weights_only=True))
+        state_file = directory / "state.pt"
+        try:
+            state = torch.load(state_file, map_location=self.device, weights_only=True)
+            self.query.model.load_state_dict(state["query"])
+            self.passage.model.load_state_dict(state["passage"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+            self.scaler.load_state_dict(state["scaler"])
+            self.state, self.history = state["state"], state["history"]
+            rng_file = directory / f"rng-{self.dist.rank}.pt"
+            if rng_file.is_file():
+                _set_rng_state(torch.load(rng_file, weights_only=True))
+        except (KeyError, TypeError, EOFError, RuntimeError, ValueError, OSError, pickle.UnpicklingError) as error:
+            raise CheckpointError(
+                f"Checkpoint {state_file} cannot be resumed ({type(error).__name__}: {error}). It is truncated, "
+                "corrupted or from another model: delete that directory, or start over with --no-resume "
+                "(Trainer.train(resume=False))."
+            ) from error
         if self.dist.main:
             logger.info("Resumed from %s at step %d", directory, self.state["global_step"])
 
@@ -377,6 +386,10 @@ class Trainer:
                     self._writer.add_scalar(key, value, record["step"])
         if self.config.log_every and record["step"] % self.config.log_every == 0:
             logger.info(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be resumed; the message names it and what to do."""
 
 
 def _seed_everything(seed: int) -> None:

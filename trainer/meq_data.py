@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from haystack_dcsr.meq import MEQFilter, answers_differ, candidate_pairs, words
 from haystack_dcsr.metrics import contains_answer, normalize_for_matching
-from trainer.data import Passage, Record
+from trainer.data import Passage, Record, read_json
 
 RANKING_HARD, RANKING_RANDOM = 30, 19
 
@@ -164,12 +164,7 @@ def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Uni
 def ambigqa_pairs(path: Union[str, Path], meq_filter: Optional[MEQFilter] = None) -> List[Tuple[str, str]]:
     """Reference MEQ pairs for calibrating the cosine threshold: AmbigQA's disambiguated questions
     of one prompt (e.g. "Who is the 3rd / 4th chairman of ...?") that pass the text rules."""
-    import gzip
-
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        data = json.load(handle)
+    data = read_json(path)
     rules = meq_filter or MEQFilter()
     pairs = []
     for item in data:
