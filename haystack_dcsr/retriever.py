@@ -63,6 +63,9 @@ class DCSRRetriever(DenseRetriever):
     :param max_seq_len: tokens per passage window; longer passages are windowed, never cut.
     :param passage_cache_size: assembled passages kept in memory (LRU) between queries with a
         ``FAISSDocumentStore``, cleared whenever the index changes; 0 reads every passage from SQL.
+    :param search_params: FAISS search settings applied per query: ``nprobe`` (IVF), ``efSearch``
+        (HNSW; at least ``top_n_sentences`` is used), ``k_factor`` (a ``Refine`` stage). See the
+        README's scale guide for measured settings.
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class DCSRRetriever(DenseRetriever):
         precision: str = "auto",
         progress_bar: bool = True,
         passage_cache_size: int = 100_000,
+        search_params: Optional[Dict[str, float]] = None,
     ):
         super().__init__()
         check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature,
@@ -107,6 +111,7 @@ class DCSRRetriever(DenseRetriever):
         self.batch_size = batch_size
         self.progress_bar = progress_bar
         self.passage_cache_size = passage_cache_size
+        self.search_params = check_search_params(search_params)
         self._searches: Dict[tuple, SentenceSearch] = {}
         self._searches_lock = threading.Lock()
         if document_store is not None:
@@ -331,7 +336,7 @@ class DCSRRetriever(DenseRetriever):
         key = (id(store), index or store.index)
         with self._searches_lock:
             if key not in self._searches:
-                self._searches[key] = sentence_search_for(store, index, self.passage_cache_size)
+                self._searches[key] = sentence_search_for(store, index, self.passage_cache_size, self.search_params)
             return self._searches[key]
 
     # ---- maintenance ----------------------------------------------------------------------------
@@ -368,7 +373,8 @@ class DCSRRetriever(DenseRetriever):
         self.query_encoder.save(save_dir / "query_encoder")
         self.passage_encoder.save(save_dir / "passage_encoder")
         config = {"top_k": self.top_k, "top_n_sentences": self.top_n_sentences, "temperature": self.temperature,
-                  "batch_size": self.batch_size, "passage_cache_size": self.passage_cache_size}
+                  "batch_size": self.batch_size, "passage_cache_size": self.passage_cache_size,
+                  "search_params": self.search_params}
         (save_dir / CONFIG_NAME).write_text(json.dumps(config, indent=1))
 
     @classmethod
@@ -414,6 +420,18 @@ def check_parameters(**values) -> None:
         valid, expected = rules[name]
         if isinstance(value, bool) or not valid(value):
             raise ValueError(f"DCSRRetriever: {name} must be {expected}, got {value!r}")
+
+
+def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
+    from haystack_dcsr.sentence_search import SEARCH_PARAMETERS
+
+    params = dict(params or {})
+    for name, value in params.items():
+        if name not in SEARCH_PARAMETERS:
+            raise ValueError(f"DCSRRetriever: search_params accepts {', '.join(SEARCH_PARAMETERS)}, got {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"DCSRRetriever: search_params[{name!r}] must be a number > 0, got {value!r}")
+    return params
 
 
 def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: bool = True) -> None:

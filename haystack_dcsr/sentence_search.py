@@ -106,8 +106,10 @@ class SentenceSearch:
 class FaissSentenceSearch(SentenceSearch):
     """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit)."""
 
-    def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
+    def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0,
+                 search_params: Optional[Mapping[str, float]] = None):
         super().__init__(document_store, index, cache_size)
+        self.search_params = dict(search_params or {})
         self._map = SentenceMap.empty()
         self._map_index: Optional[int] = None  # id() of the FAISS index the map describes
         self._stale = True
@@ -202,9 +204,10 @@ class FaissSentenceSearch(SentenceSearch):
             allowed = np.array(vector_ids_matching(self.document_store, self.index, filters), dtype=np.int64)
             if len(allowed) == 0:
                 return [_no_hits() for _ in queries]
-            scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed)
+            scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed,
+                                                  self.search_params)
         else:
-            scores, vector_ids = _search(faiss_index, queries, min(top_n, faiss_index.ntotal))
+            scores, vector_ids = _search(faiss_index, queries, min(top_n, faiss_index.ntotal), self.search_params)
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
             keep, keys, sentences = snapshot.lookup(row_ids)
@@ -257,11 +260,15 @@ def _no_hits() -> Hits:
     return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32), ())
 
 
-def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0) -> SentenceSearch:
+def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0,
+                        search_params: Optional[Mapping[str, float]] = None) -> SentenceSearch:
     from haystack.document_stores import FAISSDocumentStore
 
     if isinstance(document_store, FAISSDocumentStore):
-        return FaissSentenceSearch(document_store, index, cache_size)
+        return FaissSentenceSearch(document_store, index, cache_size, search_params)
+    if search_params:
+        logger.warning("search_params %s apply to FAISS indexes only; %s ignores them", search_params,
+                       type(document_store).__name__)
     return StoreSentenceSearch(document_store, index)
 
 
@@ -272,7 +279,38 @@ def _keeps_ids(faiss_index) -> bool:
     return isinstance(faiss.downcast_index(faiss_index), faiss.IndexIVF)
 
 
-def _search(faiss_index, queries: np.ndarray, k: int):
+def search_parameters(faiss_index, params: Mapping[str, float], selector=None):
+    """FAISS per-call search parameters for this index type: ``nprobe`` (IVF), ``efSearch`` (HNSW),
+    ``k_factor`` (a refine stage), through pre-transforms such as OPQ, with an optional ID selector.
+    Per call, so concurrent queries never change the shared index."""
+    import faiss
+
+    base = faiss.downcast_index(faiss_index)
+    if isinstance(base, faiss.IndexPreTransform):
+        inner = search_parameters(base.index, params, selector)
+        outer = faiss.SearchParametersPreTransform(index_params=inner)
+    elif isinstance(base, faiss.IndexRefine):
+        inner = search_parameters(base.base_index, params, selector)
+        outer = faiss.IndexRefineSearchParameters(k_factor=float(params.get("k_factor", base.k_factor)),
+                                                  base_index_params=inner)
+    else:
+        inner = None
+        if isinstance(base, faiss.IndexIVF):
+            outer = faiss.SearchParametersIVF(nprobe=int(params.get("nprobe", base.nprobe)))
+        elif isinstance(base, faiss.IndexHNSW):
+            outer = faiss.SearchParametersHNSW(efSearch=int(params.get("efSearch", base.hnsw.efSearch)))
+        else:
+            outer = faiss.SearchParameters()
+        if selector is not None:
+            outer.sel = selector
+    outer.keep_alive = (inner, selector)  # SWIG holds raw pointers to both
+    return outer
+
+
+SEARCH_PARAMETERS = ("nprobe", "efSearch", "k_factor")
+
+
+def _search(faiss_index, queries: np.ndarray, k: int, params: Mapping[str, float] = {}):
     """FAISS search; for a flat inner-product index, one BLAS product over the index's own vectors
     and a partial sort, which for DCSR's large k (3,000) is several times faster than FAISS's
     per-query heap."""
@@ -281,7 +319,7 @@ def _search(faiss_index, queries: np.ndarray, k: int):
     base = faiss.downcast_index(faiss_index)
     flat_ip = isinstance(base, faiss.IndexFlat) and base.metric_type == faiss.METRIC_INNER_PRODUCT
     if not flat_ip or k >= base.ntotal:
-        return faiss_index.search(queries, k)
+        return faiss_index.search(queries, k, params=search_parameters(faiss_index, params) if params else None)
     vectors = faiss.rev_swig_ptr(base.get_xb(), base.ntotal * base.d).reshape(base.ntotal, base.d)
     all_scores = queries @ vectors.T
     top = np.argpartition(-all_scores, k - 1, axis=1)[:, :k]
@@ -290,24 +328,19 @@ def _search(faiss_index, queries: np.ndarray, k: int):
     return np.take_along_axis(top_scores, order, axis=1), np.take_along_axis(top, order, axis=1).astype(np.int64)
 
 
-def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray):
+def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray,
+                     params: Mapping[str, float] = {}):
     """FAISS search restricted to the ``allowed`` vector ids, with the index type's own parameters."""
     import faiss
 
     selector = faiss.IDSelectorBatch(allowed)
-    base = faiss.downcast_index(faiss_index)
-    if isinstance(base, faiss.IndexIVF):
-        params = faiss.SearchParametersIVF(sel=selector, nprobe=base.nprobe)
-    elif isinstance(base, faiss.IndexHNSW):
-        params = faiss.SearchParametersHNSW(sel=selector, efSearch=base.hnsw.efSearch)
-    else:
-        params = faiss.SearchParameters(sel=selector)
     try:
-        return faiss_index.search(queries, k, params=params)
+        return faiss_index.search(queries, k, params=search_parameters(faiss_index, params, selector))
     except RuntimeError:
         # index types without selector support: over-fetch and keep the allowed hits
-        logger.info("FAISS index %s has no ID selector support; filtering hits after search", type(base).__name__)
-        scores, ids = faiss_index.search(queries, min(faiss_index.ntotal, k * 10))
+        logger.info("FAISS index %s has no ID selector support; filtering hits after search",
+                    type(faiss.downcast_index(faiss_index)).__name__)
+        scores, ids = _search(faiss_index, queries, min(faiss_index.ntotal, k * 10), params)
         keep = np.isin(ids, allowed)
         out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         out_ids = np.full((len(queries), k), -1, dtype=np.int64)

@@ -1,0 +1,241 @@
+"""Train DCSR with the real ``Trainer`` on a GPU machine that has no Haystack, evaluate it there,
+and bring the towers back.
+
+    # here: pack the mined training data as passage ids (~10 MB instead of 820 MB of text)
+    python benchmarks/gpu_train.py pack --out .gpu/train
+    # there (device tool): train, evaluate on every SQuAD dev question, export fp16 towers in parts
+    python benchmarks/gpu_train.py run --data .gpu/train --base .gpu/minilm --out $OUT \
+        --run recipe:max_steps=200 --export recipe   # parts in /tmp/dcsr_export: copy <= 4 to $OUT per call
+    # here: join the parts into HF directories that DCSRRetriever loads
+    python benchmarks/gpu_train.py unpack /work/.device/N runs/gpu_recipe
+
+Evaluation (``run``): the benchmark's corpus (every SQuAD v1.1 paragraph, sentence-split as the
+retriever splits it), every dev question, exact top-3,000 sentence search on the GPU and HasAns
+at the tower's temperature: the same ranking as DCSRRetriever over FAISS Flat.
+"""
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gpu_throughput import import_core  # noqa: E402  (the framework-free modules, with or without Haystack)
+
+# The README's CPU recipe: DCSR, mean pooling with the base model's cosine / 0.05, +1 in-passage +1 BM25 random
+RECIPE = dict(level="sentence", negatives="+1 in-passage +1 BM25 random", pooling="mean", batch_size=32, lr=3e-5,
+              warmup_steps=20, max_passage_len=256, max_query_len=64, seed=42, log_every=50, checkpoint_every=0,
+              dev_limit=1000, precision="fp32")
+KS = (1, 5, 20, 100)
+PART = 15 * 2**20
+
+
+def pack(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = {}
+
+    def ids(passages):
+        for p in passages:
+            corpus[p["passage_id"]] = [p["title"], p["text"]]
+        return [p["passage_id"] for p in passages]
+
+    for name, source in [("train", "data/squad_train_bm25.jsonl"), ("dev", "data/squad_dev_bm25.jsonl")]:
+        with open(source, encoding="utf-8") as lines, gzip.open(out / f"{name}.jsonl.gz", "wt") as handle:
+            for number, line in enumerate(lines):
+                if name == "dev" and number >= 1000:
+                    break
+                r = json.loads(line)
+                handle.write(json.dumps([r["question"], r["answers"], ids(r["positive_ctxs"]),
+                                         ids(r["hard_negative_ctxs"])]) + "\n")
+    with gzip.open(out / "corpus.json.gz", "wt") as handle:
+        json.dump(corpus, handle)
+    questions = [json.loads(line) for line in open("data/squad_dev.jsonl", encoding="utf-8")]
+    from squad_data import load_squad
+
+    benchmark, sample = load_squad(n_questions=1000, seed=0)  # the benchmark's corpus order and question sample
+    with gzip.open(out / "dev_questions.json.gz", "wt") as handle:
+        json.dump({"questions": [[q["question"], q["answers"]] for q in questions],
+                   "order": [d.id for d in benchmark], "sample": [q for q, _, _ in sample]}, handle)
+    print(f"packed {len(corpus)} passages, {len(questions)} dev questions -> {out}")
+
+
+def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
+    """The packed records as the trainer's DPR-format JSONL (loaded by its own reader)."""
+    corpus = json.load(gzip.open(data / "corpus.json.gz", "rt"))
+    passage = lambda pid: {"title": corpus[pid][0], "text": corpus[pid][1], "passage_id": pid}  # noqa: E731
+    path = workdir / f"{name}.jsonl"
+    with gzip.open(data / f"{name}.jsonl.gz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
+        for line in lines:
+            question, answers, positives, negatives = json.loads(line)
+            handle.write(json.dumps({"question": question, "answers": answers,
+                                     "positive_ctxs": [passage(p) for p in positives],
+                                     "hard_negative_ctxs": [passage(p) for p in negatives]}) + "\n")
+    return path
+
+
+def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
+    """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample."""
+    import numpy as np
+    import torch
+
+    encoder, hasans, metrics, _ = import_core()
+    passage_tower = encoder.PassageEncoder(str(run_dir / "passage_encoder"), device=device, precision="fp32")
+    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
+    start = time.perf_counter()
+    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
+    encoded = time.perf_counter() - start
+    owner = np.repeat(np.arange(len(passages)), [len(s) for s in passages])
+    texts = [" ".join(s) for s in passages]
+    query_vectors = query_tower.encode([q for q, _ in questions], batch_size=512)
+    temperature = passage_tower.config.temperature
+    ranked = []
+    for begin in range(0, len(questions), 512):
+        q = torch.from_numpy(query_vectors[begin : begin + 512]).to(device)
+        scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
+        for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
+            result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
+            ranked.append([texts[p] for p in result.passages[:100]])
+    ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
+    report = {"all_dev": {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()},
+              "questions": len(questions), "encode_corpus_s": round(encoded, 1)}
+    if sample is not None:
+        sampled = [ranks[i] for i in sample]
+        report["dev_1000"] = {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(sampled, KS).items()}
+    return report, ranks
+
+
+def export(run_dir: Path, out: Path, name: str) -> None:
+    """fp16 safetensors of both towers, cut into parts that fit the device tool's 16 MiB files."""
+    import io
+    import tarfile
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for tower in ("query_encoder", "passage_encoder"):
+            directory = run_dir / tower
+            for path in sorted(directory.iterdir()):
+                if path.name == "model.safetensors":
+                    half = {k: v.half().contiguous() if v.is_floating_point() else v
+                            for k, v in load_file(str(path)).items()}
+                    staged = Path("/tmp") / f"{name}-{tower}.safetensors"
+                    save_file(half, str(staged), metadata={"format": "pt"})
+                    archive.add(staged, arcname=f"{tower}/model.safetensors")
+                elif path.is_file():
+                    archive.add(path, arcname=f"{tower}/{path.name}")
+    data = buffer.getvalue()
+    for number, start in enumerate(range(0, len(data), PART)):
+        (out / f"{name}.tar.part{number}").write_bytes(data[start : start + PART])
+    torch.cuda.empty_cache()
+
+
+def unpack(parts_dir: Path, target: Path) -> None:
+    """Each exported run's parts joined and extracted to ``target/<run>/{query,passage}_encoder``."""
+    import io
+    import tarfile
+
+    for name in sorted({p.name.split(".tar.part")[0] for p in parts_dir.glob("*.tar.part*")}):
+        parts = sorted(parts_dir.glob(f"{name}.tar.part*"), key=lambda p: int(p.name.rsplit("part", 1)[1]))
+        with tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in parts))) as archive:
+            archive.extractall(target / name, filter="data")
+        print(f"{name}: {len(parts)} parts -> {target / name}")
+
+
+def fp32_copy(base: Path, target: Path) -> Path:
+    """The base model with fp32 weights (they travel as fp16; training needs fp32 masters)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(base, target, dirs_exist_ok=True)
+    weights = load_file(str(base / "model.safetensors"))
+    save_file({k: v.float() if v.is_floating_point() else v for k, v in weights.items()},
+              str(target / "model.safetensors"), metadata={"format": "pt"})
+    return target
+
+
+def run(args) -> None:
+    import torch
+
+    import_core()
+    sys.path.insert(0, str(ROOT))
+    from trainer.config import TrainConfig
+    from trainer.engine import Trainer
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    workdir = Path("/tmp/dcsr_gpu")
+    workdir.mkdir(exist_ok=True)
+    train_file = unpacked_records(args.data, "train", workdir)
+    dev_file = unpacked_records(args.data, "dev", workdir)
+    from haystack_dcsr.splitting import SentenceSplitter
+
+    corpus = json.load(gzip.open(args.data / "corpus.json.gz", "rt"))
+    dev = json.load(gzip.open(args.data / "dev_questions.json.gz", "rt"))
+    splitter = SentenceSplitter()
+    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in dev["order"]]
+    questions = dev["questions"]
+    first = {}
+    for i, (q, _) in enumerate(questions):
+        first.setdefault(q, i)
+    sample = [first[q] for q in dev["sample"]]
+    if args.smoke:  # a quick check of the wiring: a slice of the corpus and questions
+        passages, questions, sample = passages[:300], questions[:50], None
+    report = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "torch": torch.__version__,
+              "runs": {}}
+    base = fp32_copy(args.base, workdir / "base")
+    for spec in args.run:
+        name, _, settings = spec.partition(":")
+        values = dict(RECIPE, base_model=str(base), train_file=str(train_file), dev_file=str(dev_file),
+                      output_dir=str(workdir / name), device=device)
+        recipe_file = workdir / f"{name}.yaml"
+        recipe_file.write_text(json.dumps(values))  # JSON is YAML
+        config = TrainConfig.from_yaml(recipe_file, [item for item in settings.split(",") if item])
+        start = time.perf_counter()
+        history = Trainer(config).train(resume=False)
+        seconds = time.perf_counter() - start
+        result, ranks = evaluate(workdir / name / "last", passages, questions, device, sample)
+        result.update(train_s=round(seconds, 1), steps=history[-1]["step"] if history else 0,
+                      first_loss=round(sum(h["loss"] for h in history[:10]) / 10, 4),
+                      last_loss=round(sum(h["loss"] for h in history[-10:]) / 10, 4),
+                      settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")})
+        report["runs"][name] = result
+        (args.out / f"{name}.first_hits.json").write_text(json.dumps(ranks))
+        (args.out / f"{name}.log.jsonl").write_text((workdir / name / "log.jsonl").read_text())
+        print(name, json.dumps(result), flush=True)
+        (args.out / "gpu_train.json").write_text(json.dumps(report, indent=1))
+        if name in args.export:  # parts land outside $OUT: one call brings back at most 64 MiB
+            args.export_dir.mkdir(parents=True, exist_ok=True)
+            export(workdir / name / "last", args.export_dir, name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("pack")
+    p.add_argument("--out", type=Path, default=Path(".gpu/train"))
+    p = commands.add_parser("run")
+    p.add_argument("--data", type=Path, default=Path(".gpu/train"))
+    p.add_argument("--base", type=Path, default=Path(".gpu/minilm"))
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--run", action="append", required=True, help="NAME[:key=value,...] over the README recipe")
+    p.add_argument("--export", action="append", default=[], help="runs whose towers come back (fp16, in parts)")
+    p.add_argument("--export-dir", type=Path, default=Path("/tmp/dcsr_export"))
+    p.add_argument("--smoke", action="store_true", help="evaluate on a slice only (checks the wiring)")
+    p = commands.add_parser("unpack")
+    p.add_argument("parts", type=Path)
+    p.add_argument("target", type=Path)
+    args = parser.parse_args()
+    if args.command == "pack":
+        pack(args.out)
+    elif args.command == "run":
+        run(args)
+    else:
+        unpack(args.parts, args.target)
+
+
+if __name__ == "__main__":
+    main()
