@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_throughput import import_core  # noqa: E402  (the framework-free modules, with or without Haystack)
 
 # The README's CPU recipe: DCSR, mean pooling with the base model's cosine / 0.05, +1 in-passage +1 BM25 random
-RECIPE = dict(level="sentence", negatives="+1 in-passage +1 BM25 random", pooling="mean", batch_size=32, lr=3e-5,
+RECIPE = dict(level="sentence", negatives="+1 in-passage +1 BM25 random", pooling="mean", normalize=True,
+              temperature=0.05, batch_size=32, lr=3e-5,
               warmup_steps=20, max_passage_len=256, max_query_len=64, seed=42, log_every=50, checkpoint_every=0,
               dev_limit=1000, precision="fp32")
 KS = (1, 5, 20, 100)
