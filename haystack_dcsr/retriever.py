@@ -171,7 +171,7 @@ class DCSRRetriever(DenseRetriever):
                 row_of[doc.id] = len(row_of)
         with self._searches_lock:
             for search in self._searches.values():
-                search.invalidate()
+                search.note_embedding()
         output = np.zeros((len(documents), self.embedding_dim), dtype=np.float32)
         unusable = []
         for i, doc in enumerate(documents):
@@ -348,6 +348,24 @@ class DCSRRetriever(DenseRetriever):
         with self._searches_lock:
             for search in self._searches.values():
                 search.invalidate()
+
+    def save_index_map(self, index_path: Union[str, Path], index: Optional[str] = None,
+                       document_store: Optional[BaseDocumentStore] = None) -> Path:
+        """Save the FAISS vector map beside ``index_path`` (call it right after
+        ``store.save(index_path)``). A store later loaded with ``FAISSDocumentStore.load(index_path)``
+        then answers its first query without reading every sentence row from SQL; the map is
+        checked against the index and SQL first and ignored if it does not match.
+        """
+        from haystack_dcsr.sentence_map import MAP_SUFFIX
+        from haystack_dcsr.sentence_search import FaissSentenceSearch
+
+        store = document_store or self.document_store
+        search = self._search_for(store, index) if store is not None else None
+        if not isinstance(search, FaissSentenceSearch):
+            raise ValueError("save_index_map needs a FAISSDocumentStore (other stores keep no vector map)")
+        path = Path(f"{index_path}{MAP_SUFFIX}")
+        search.save_map(path)
+        return path
 
     def delete_passages(self, passage_ids: List[str], index: Optional[str] = None,
                         document_store: Optional[BaseDocumentStore] = None) -> int:

@@ -11,7 +11,10 @@ Only *current* sentences are mapped (see ``sentence_docs``): a vector whose row 
 sentence, whose passage has no sentence #0, or whose row is not a DCSR sentence maps to -1 and
 is never a hit.
 """
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+import json
+import os
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,6 +22,8 @@ from haystack_dcsr.sentence_docs import PassageRef, SentencePosition, sentence_i
 from haystack_dcsr.sql_rows import VectorRow
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
+MAP_FORMAT = 1
+MAP_SUFFIX = ".dcsr-map.npz"  # beside the FAISS index file: index.faiss -> index.faiss.dcsr-map.npz
 
 
 class SentenceMap:
@@ -91,6 +96,34 @@ class SentenceMap:
             return None
         return sentence_id(self.passages[self.vector_passage[vector_id]].passage_id,
                            int(self.vector_sentence[vector_id]))
+
+    def save(self, path: Union[str, Path]) -> None:
+        """One ``.npz``: the two arrays, and the passage table as a few flat arrays (no pickle)."""
+        current = np.zeros(len(self.passages), dtype=bool)
+        current[list(self.keys.values())] = True
+        ids = "\n".join(ref.passage_id for ref in self.passages).encode("utf-8")
+        versions = np.array([ref.version for ref in self.passages], dtype="S16")
+        counts = np.array([ref.count for ref in self.passages], dtype=np.int32)
+        meta = json.dumps({"format": MAP_FORMAT, "ntotal": self.ntotal}).encode("utf-8")
+        temporary = f"{path}.tmp.npz"
+        np.savez(temporary, vector_passage=self.vector_passage, vector_sentence=self.vector_sentence,
+                 ids=np.frombuffer(ids, dtype=np.uint8), versions=versions, counts=counts, current=current,
+                 meta=np.frombuffer(meta, dtype=np.uint8))
+        os.replace(temporary, path)  # never a half-written map under the real name
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "SentenceMap":
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(data["meta"].tobytes().decode("utf-8"))
+            if meta.get("format") != MAP_FORMAT:
+                raise ValueError(f"{path}: not a DCSR vector map of format {MAP_FORMAT}")
+            raw_ids = data["ids"].tobytes().decode("utf-8")
+            ids = raw_ids.split("\n") if raw_ids or len(data["counts"]) else []
+            passages = [PassageRef(pid, int(count), version.decode("ascii"))
+                        for pid, count, version in zip(ids, data["counts"], data["versions"])]
+            keys = {passages[key].passage_id: int(key) for key in np.flatnonzero(data["current"])}
+            return cls(data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys,
+                       int(meta["ntotal"]))
 
     def probe_ids(self, count: int = 4) -> List[int]:
         """A few mapped vector ids spread over the index (first, last and between), to check

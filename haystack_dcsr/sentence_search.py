@@ -15,6 +15,7 @@ next call rewrites; the map is replaced, not mutated; the cache and SQL reads ho
 """
 import logging
 import threading
+from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -30,7 +31,7 @@ from haystack_dcsr.sentence_docs import (
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sentence_map import SentenceMap, check_in_sync
+from haystack_dcsr.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync
 from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, vector_ids_matching, vector_rows
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class SentenceSearch:
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
         raise NotImplementedError
+
+    def note_embedding(self) -> None:
+        """The retriever is embedding documents for this store (``update_embeddings`` runs)."""
+        self.invalidate()
 
     def fetch_passages(self, refs: Iterable[PassageRef], known: Mapping[str, Document] = {}
                        ) -> Dict[PassageRef, Optional[Passage]]:
@@ -126,6 +131,13 @@ class FaissSentenceSearch(SentenceSearch):
         self._stale = True
         super().invalidate()
 
+    def note_embedding(self) -> None:
+        """Haystack resets the index before re-embedding everything: fewer vectors than the map
+        knows means the map must be rebuilt. New vectors at the end only extend it."""
+        faiss_index = self.document_store.faiss_indexes.get(self.index)
+        if faiss_index is None or id(faiss_index) != self._map_index or faiss_index.ntotal < self._map.ntotal:
+            self.invalidate()
+
     def current_map(self) -> SentenceMap:
         """The map of the index as it is now: extended with new vectors, rebuilt after anything else."""
         if self._fresh(self._map):
@@ -138,6 +150,9 @@ class FaissSentenceSearch(SentenceSearch):
             rebuild = self._stale or self._map_index != id(faiss_index) or ntotal < snapshot.ntotal
             self._stale = False  # before reading: an invalidate() during the read marks it stale again
             try:
+                if self._map_index is None:  # first use: a map saved beside the index saves the scan
+                    snapshot = self._saved_map(ntotal) or snapshot
+                    rebuild = snapshot.ntotal == 0 and ntotal > 0 or ntotal < snapshot.ntotal
                 if rebuild or not self._probe(snapshot):
                     rows = list(vector_rows(self.document_store, self.index))
                     check_in_sync(rows, ntotal, keeps_ids=_keeps_ids(faiss_index), describe=self._describe())
@@ -151,6 +166,26 @@ class FaissSentenceSearch(SentenceSearch):
             self._map, self._map_index = snapshot, id(faiss_index)
             super().invalidate()
             return snapshot
+
+    def _saved_map(self, ntotal: int) -> Optional[SentenceMap]:
+        """The map saved beside the index this store was loaded from, if it describes this index
+        (not more vectors than the index holds, and its probe rows still hold those sentences)."""
+        path = saved_map_path(self.document_store)
+        if path is None or not path.is_file():
+            return None
+        try:
+            saved = SentenceMap.load(path)
+        except (OSError, ValueError, KeyError) as error:
+            logger.warning("Ignoring the vector map %s (%s): reading the index from SQL instead", path, error)
+            return None
+        if saved.ntotal > ntotal or not self._probe(saved):
+            logger.warning("The vector map %s does not describe this index: reading the index from SQL instead", path)
+            return None
+        logger.info("Loaded the vector map %s (%d vectors)", path, saved.ntotal)
+        return saved
+
+    def save_map(self, path) -> None:
+        self.current_map().save(path)
 
     def _fresh(self, snapshot: SentenceMap) -> bool:
         faiss_index = self.faiss_index
@@ -254,6 +289,13 @@ class StoreSentenceSearch(SentenceSearch):
         scores = np.array([docs[row].score for row in rows], dtype=np.float32)
         return Hits(scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages,
                     None, known)
+
+
+def saved_map_path(document_store) -> Optional[Path]:
+    """Where the vector map of a store loaded from ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
+    params = getattr(document_store, "_component_config", {}).get("params", {})
+    index_path = params.get("faiss_index_path")
+    return None if index_path is None else Path(f"{index_path}{MAP_SUFFIX}")
 
 
 def _no_hits() -> Hits:

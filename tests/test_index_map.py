@@ -1,0 +1,141 @@
+"""The FAISS vector map saved beside the index: loaded instead of a full SQL scan, extended with
+new vectors only, and never out of step with the store (counts of documents, vectors and map
+entries agree after add, delete, save/load and an interrupted update)."""
+import numpy as np
+import pytest
+from haystack.document_stores import FAISSDocumentStore
+from haystack.schema import Document
+
+import haystack_dcsr.sentence_search as sentence_search
+from haystack_dcsr import DCSRRetriever
+from test_store_consistency import TEXTS, everything, make_store, ranked, write
+
+
+def make_retriever(tiny_bert, store):
+    return DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+
+
+def sql_vector_rows(store):
+    return sum(1 for d in store.get_all_documents() if d.meta.get("vector_id") is not None)
+
+
+def the_map(retriever, store):
+    return retriever._search_for(store, None).current_map()
+
+
+@pytest.fixture
+def scans(monkeypatch):
+    """Records each SQL read of vector rows: None for a full scan, else how many vector ids."""
+    calls = []
+    real = sentence_search.vector_rows
+
+    def spy(document_store, index, vector_ids=None):
+        ids = None if vector_ids is None else list(vector_ids)
+        calls.append(None if ids is None else len(ids))
+        return real(document_store, index, ids)
+
+    monkeypatch.setattr(sentence_search, "vector_rows", spy)
+    return calls
+
+
+def test_a_saved_map_replaces_the_full_scan_after_load_and_grows_incrementally(tmp_path, tiny_bert, corpus, scans):
+    store = make_store("faiss-flat", tmp_path)
+    retriever = make_retriever(tiny_bert, store)
+    write(store, corpus)
+    store.update_embeddings(retriever)
+    expected = ranked(retriever, store, "Fleming")
+    path = tmp_path / "index.faiss"
+    store.save(str(path))
+    saved = retriever.save_index_map(path)
+    assert saved.name == "index.faiss.dcsr-map.npz" and saved.is_file()
+    scans.clear()
+    loaded = FAISSDocumentStore.load(str(path))
+    fresh = make_retriever(tiny_bert, loaded)
+    assert ranked(fresh, loaded, "Fleming") == expected
+    assert None not in scans  # no full scan: the saved map was used
+    # incremental: two new passages, then only their new vector ids are read
+    scans.clear()
+    write(loaded, [Document(TEXTS["x4"], id="x"), Document(TEXTS["x2"], id="y")])
+    loaded.update_embeddings(fresh, update_existing_embeddings=False)
+    found = everything(fresh, loaded)
+    assert found["x"] == TEXTS["x4"] and found["y"] == TEXTS["x2"] and len(found) == 7
+    assert None not in scans and 6 in scans
+    assert the_map(fresh, loaded).mapped == sql_vector_rows(loaded) == loaded.get_embedding_count() == 21
+
+
+def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, corpus, scans, caplog):
+    first, other = make_store("faiss-flat", tmp_path, "first"), make_store("faiss-flat", tmp_path, "other")
+    retriever = make_retriever(tiny_bert, first)
+    write(first, corpus)
+    first.update_embeddings(retriever)
+    renamed = [Document(d.content, id=f"v2-{d.id}", meta=d.meta) for d in corpus]
+    write(other, renamed)  # as many vectors, other sentences behind each vector id
+    other.update_embeddings(make_retriever(tiny_bert, other))
+    other.save(str(tmp_path / "other.faiss"))
+    first.save(str(tmp_path / "first.faiss"))
+    retriever.save_index_map(tmp_path / "first.faiss")
+    # the other store's index file, with the first store's map beside it
+    (tmp_path / "first.faiss.dcsr-map.npz").rename(tmp_path / "other.faiss.dcsr-map.npz")
+    loaded = FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+    scans.clear()
+    reader = make_retriever(tiny_bert, loaded)
+    assert set(everything(reader, loaded)) == {d.id for d in renamed}
+    assert None in scans and "does not describe this index" in caplog.text
+    assert ranked(reader, loaded, "Fleming") == ranked(make_retriever(tiny_bert, other), other, "Fleming")
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_an_update_interrupted_between_faiss_and_sql_leaves_everything_consistent(tmp_path, tiny_bert, corpus,
+                                                                                  monkeypatch):
+    store = make_store("faiss-flat", tmp_path)
+    retriever = make_retriever(tiny_bert, store)
+    write(store, corpus[:3])
+    store.update_embeddings(retriever)
+    assert the_map(retriever, store).mapped == 9
+    write(store, corpus[3:])
+    real, calls = store.update_vector_ids, []
+
+    def crash_on_second_batch(vector_id_map, index=None):
+        calls.append(len(vector_id_map))
+        if len(calls) == 2:
+            raise Interrupt()  # FAISS already holds this batch's vectors; SQL never learns their ids
+        return real(vector_id_map, index=index)
+
+    monkeypatch.setattr(store, "update_vector_ids", crash_on_second_batch)
+    with pytest.raises(Interrupt):
+        store.update_embeddings(retriever, update_existing_embeddings=False, batch_size=3)
+    monkeypatch.setattr(store, "update_vector_ids", real)
+    assert store.get_embedding_count() == 15 and sql_vector_rows(store) == 12  # 3 orphan vectors in FAISS
+    found = everything(retriever, store)
+    assert all(found[d.id] == d.content for d in corpus if d.id in found) and len(found) >= 4
+    assert the_map(retriever, store).mapped == sql_vector_rows(store) == 12
+    store.update_embeddings(retriever, update_existing_embeddings=False)
+    assert set(everything(retriever, store)) == {d.id for d in corpus}
+    assert the_map(retriever, store).mapped == sql_vector_rows(store) == 15
+
+
+def test_counts_agree_after_add_delete_save_and_load(tmp_path, tiny_bert, corpus):
+    store = make_store("faiss-flat", tmp_path)
+    retriever = make_retriever(tiny_bert, store)
+
+    def agree(s, r):
+        assert s.get_document_count() == s.get_embedding_count() == sql_vector_rows(s) == the_map(r, s).mapped
+
+    write(store, corpus)
+    store.update_embeddings(retriever)
+    agree(store, retriever)
+    retriever.delete_passages([corpus[0].id])
+    agree(store, retriever)
+    write(store, [Document(TEXTS["x3"], id="z")])
+    store.update_embeddings(retriever, update_existing_embeddings=False)
+    agree(store, retriever)
+    store.save(str(tmp_path / "i.faiss"))
+    retriever.save_index_map(tmp_path / "i.faiss")
+    loaded = FAISSDocumentStore.load(str(tmp_path / "i.faiss"))
+    reloaded = make_retriever(tiny_bert, loaded)
+    agree(loaded, reloaded)
+    assert np.array_equal(the_map(reloaded, loaded).vector_passage, the_map(retriever, store).vector_passage)
+    assert ranked(reloaded, loaded, "Gamma two") == ranked(retriever, store, "Gamma two")
