@@ -18,6 +18,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev]"
+	# Qdrant's Haystack 1.x store pins torch<=2.0.0 (a CUDA build), which it never imports: no deps
+	$(BIN)/pip install -q --no-deps "qdrant-haystack==1.0.11"
 	touch $@
 
 setup: $(VENV)/.installed
