@@ -61,6 +61,14 @@ FT_SETTINGS = [s for s in ZERO_SHOT_SETTINGS if (s[0], s[2]) in {
     ("IVF1024,PQ48x8,Refine(SQ4)", 1000)} and s[1].get("efSearch", 1000) == 1000 and s[1].get("nprobe", 32) == 32]
 
 
+def towers(model: str) -> Dict[str, str]:
+    """A trainer output directory (query_encoder/ + passage_encoder/) or one model for both towers."""
+    directory = Path(model)
+    if (directory / "query_encoder").is_dir():
+        return {"query_model": str(directory / "query_encoder"), "passage_model": str(directory / "passage_encoder")}
+    return {"query_model": model}
+
+
 def label(factory: str, params: Dict, top_n: int) -> str:
     extra = ", ".join(f"{k}={v}" for k, v in params.items())
     return f"{factory} ({extra + ', ' if extra else ''}top_n={top_n})"
@@ -81,7 +89,7 @@ class ModelIndex:
         path = self.dir / "sentence_vectors.npy"
         if path.is_file():
             return np.load(path)
-        retriever = DCSRRetriever(query_model=self.model, progress_bar=True)
+        retriever = DCSRRetriever(**towers(self.model), progress_bar=True)
         by_passage: Dict[str, List[str]] = {}
         for doc in self.sentences:
             by_passage.setdefault(doc.meta["dcsr"]["passage_id"], []).append(doc.content)
@@ -230,7 +238,7 @@ def main() -> None:
         report.setdefault("sentence_vectors", {})[name] = int(len(index.vectors))
         for factory, params, top_n in todo:
             built = index.install(factory)
-            retriever = DCSRRetriever(document_store=index.store, query_model=model, top_n_sentences=top_n,
+            retriever = DCSRRetriever(document_store=index.store, **towers(model), top_n_sentences=top_n,
                                       search_params=params, progress_bar=False)
             row, _ = measure(retriever, index.store, questions)
             row.update(dcsr_accuracy(retriever, index.store, questions), **built)

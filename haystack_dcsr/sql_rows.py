@@ -76,15 +76,19 @@ def fetch_documents(document_store: BaseDocumentStore, ids: Sequence[str], index
 def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] = None) -> Iterator[VectorRow]:
     """Rows that have a vector id (all of them, or those with the given vector ids), with their
     DCSR position. One pass over the table when ``vector_ids`` is None; by the (index, vector_id)
-    unique index otherwise."""
-    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
-    from sqlalchemy import and_
+    unique index otherwise.
 
-    joined = and_(MetaDocumentORM.document_id == DocumentORM.id, MetaDocumentORM.document_index == DocumentORM.index,
-                  MetaDocumentORM.name == META)
+    The meta rows are joined by document id alone (the index is checked here, in Python): SQLite
+    would otherwise walk the meta table through its ``document_index`` or ``name`` index, which
+    every row shares, once per document (hours at a million sentences)."""
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+    from sqlalchemy import and_, func
+
+    joined = and_(MetaDocumentORM.document_id == DocumentORM.id, func.coalesce(MetaDocumentORM.name, "") == META)
     with store_lock(document_store):
         session = document_store.session
-        base = (session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.value)
+        base = (session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.document_index,
+                              MetaDocumentORM.value)
                 .outerjoin(MetaDocumentORM, joined).filter(DocumentORM.index == index))
         if vector_ids is None:
             queries = [base.filter(DocumentORM.vector_id.isnot(None))]
@@ -92,8 +96,11 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
             wanted = [str(v) for v in vector_ids]
             queries = [base.filter(DocumentORM.vector_id.in_(chunk)) for chunk in _chunks(wanted)]
         rows = [row for query in queries for row in query.yield_per(_SQL_BATCH)]
-    for doc_id, vector_id, info in rows:
-        yield VectorRow(doc_id, int(vector_id), _position(info))
+    found: Dict[str, VectorRow] = {}
+    for doc_id, vector_id, meta_index, info in rows:
+        if doc_id not in found or meta_index == index:  # a same-id document of another index has its own meta
+            found[doc_id] = VectorRow(doc_id, int(vector_id), _position(info) if meta_index == index else None)
+    yield from found.values()
 
 
 def vector_ids_matching(document_store, index: str, filters: FilterType) -> List[int]:
