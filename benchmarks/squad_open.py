@@ -34,6 +34,7 @@ from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
+from haystack_dcsr.fusion import fuse  # noqa: E402
 from haystack_dcsr.hasans import hasans_scores  # noqa: E402
 from haystack_dcsr.metrics import (  # noqa: E402
     first_hit_ranks,
@@ -185,21 +186,13 @@ def pair_metrics(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str,
                         for k in (5, 20, 100)}}
 
 
-def fuse(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
-    """weight * dense score + (1 - weight) * min-max scaled BM25 score, over the union of both top
-    lists (a passage missing from one list gets 0 there). HasAns is a probability and is used as
-    is; dense scores outside [0, 1] are min-max scaled too. The weight is fixed, not tuned on test."""
-    fused = []
-    for d, s in zip(dense, sparse):
-        scores: Dict[str, float] = {}
-        for ranked, w, scale in ((d, weight, not _is_probability(d)), (s, 1 - weight, True)):
-            values = np.array([score for _, score in ranked], dtype=np.float64)
-            if scale and len(values):
-                values = (values - values.min()) / max(values.max() - values.min(), 1e-12)
-            for (pid, _), value in zip(ranked, values):
-                scores[pid] = scores.get(pid, 0.0) + w * float(value)
-        fused.append(sorted(scores.items(), key=lambda item: -item[1])[:DEPTH])
-    return fused
+def hybrid(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
+    """weight * dense score + (1 - weight) * min-max scaled BM25 score, per question, over the union
+    of both top lists (``haystack_dcsr.fusion.fuse``, as the ``HybridJoin`` node does). HasAns is a
+    probability and is used as is; dense scores outside [0, 1] are min-max scaled too. The weight is
+    fixed, not tuned on test."""
+    return [fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[not _is_probability(d), True])
+            for d, s in zip(dense, sparse)]
 
 
 def _is_probability(ranked) -> bool:
@@ -279,8 +272,8 @@ def main() -> None:
         elif kind == "hybrid":
             dense, sparse = target.split("+")
             start = time.perf_counter()
-            rankings[name] = fuse(rankings[dense], rankings[sparse])
-            contrast_rankings[name] = fuse(contrast_rankings[dense], contrast_rankings[sparse])
+            rankings[name] = hybrid(rankings[dense], rankings[sparse])
+            contrast_rankings[name] = hybrid(contrast_rankings[dense], contrast_rankings[sparse])
             timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)

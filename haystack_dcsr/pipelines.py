@@ -36,6 +36,8 @@ def load_pipeline(path: Union[str, Path], pipeline_name: Optional[str] = None,
         cause = error.__cause__
         if cause is None:
             raise
+        while isinstance(cause, PipelineConfigError) and cause.__cause__ is not None:
+            cause = cause.__cause__  # a component that failed while building another one
         # Haystack says "see the stacktrace"; the node's own message (e.g. a value out of range) is the answer
         what = str(error).split(". See the stacktrace")[0]
         raise PipelineConfigError(f"{path}: {what}: {type(cause).__name__}: {cause}") from cause

@@ -1,0 +1,32 @@
+"""Score fusion of several rankings of the same passages (e.g. DCSR's HasAns with BM25).
+
+Scores of different retrievers live on different scales, so each list is min-max scaled to
+[0, 1] per query before the weighted sum -- except lists the caller marks as probabilities
+(HasAns), which are already there and keep their absolute meaning. A passage missing from a list
+gets 0 from it. This is the fusion behind
+the README's hybrid row (weights 0.5 / 0.5, fixed a priori, not tuned on test questions).
+"""
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+Ranked = Sequence[Tuple[str, float]]  # (passage id, score), best first
+
+
+def fuse(rankings: Sequence[Ranked], weights: Optional[Sequence[float]] = None, depth: Optional[int] = None,
+         scaled: Optional[Sequence[bool]] = None) -> List[Tuple[str, float]]:
+    """The union of ``rankings`` ordered by ``sum(weight * score)``, best first (ties keep
+    first-seen order); ``scaled[i]`` (default: all) min-max scales list i first."""
+    weights = list(weights) if weights is not None else [1.0 / len(rankings)] * len(rankings)
+    scaled = list(scaled) if scaled is not None else [True] * len(rankings)
+    if not len(weights) == len(scaled) == len(rankings):
+        raise ValueError(f"{len(weights)} weights and {len(scaled)} scale flags for {len(rankings)} rankings")
+    scores: Dict[str, float] = {}
+    for ranked, weight, scale in zip(rankings, weights, scaled):
+        values = np.array([score for _, score in ranked], dtype=np.float64)
+        if scale and len(values):
+            values = (values - values.min()) / max(values.max() - values.min(), 1e-12)
+        for (pid, _), value in zip(ranked, values):
+            scores[pid] = scores.get(pid, 0.0) + weight * float(value)
+    fused = sorted(scores.items(), key=lambda item: -item[1])
+    return fused[:depth] if depth else fused

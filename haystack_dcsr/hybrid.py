@@ -1,0 +1,71 @@
+"""HybridJoin: BM25 and DCSR in one Haystack pipeline, fused as the README's hybrid row.
+
+Haystack's ``JoinDocuments`` sums scores as they come (its ``merge``) or by rank (RRF); the
+benchmark's best top-1 system scales BM25 by min-max per query and adds it to HasAns, which
+``JoinDocuments`` cannot express, so this join node does exactly that (``haystack_dcsr.fusion``).
+Both branches must return *passages* with the same ids: DCSR rebuilds passages from its sentence
+store, and BM25 runs over a store of the same passages (Haystack's ``PreProcessor`` output, written
+to a BM25 store beside the sentence store; see ``examples/pipelines/hybrid.haystack-pipeline.yml``).
+"""
+from typing import Dict, List, Optional, Tuple
+
+from haystack.nodes.other.join import JoinNode
+from haystack.schema import Document
+
+from haystack_dcsr.fusion import fuse
+from haystack_dcsr.sentence_docs import SUPPORT
+
+HYBRID = "hybrid_scores"  # on returned passages: each branch's score, as given
+
+
+class HybridJoin(JoinNode):
+    """Joins the passage lists of several retrievers by weighted scores: DCSR's HasAns as it is (a
+    probability), every other retriever's scores min-max scaled per query.
+
+        pipeline.add_node(BM25Retriever(document_store=passage_store, top_k=100), name="BM25", inputs=["Query"])
+        pipeline.add_node(DCSRRetriever(document_store=sentence_store, top_k=100), name="DCSR", inputs=["Query"])
+        pipeline.add_node(HybridJoin(weights=[0.5, 0.5], top_k_join=10), name="Hybrid", inputs=["DCSR", "BM25"])
+
+    :param weights: one per input, in the order of the node's ``inputs``; default equal weights.
+    :param top_k_join: passages returned (None: all of the union).
+    """
+
+    outgoing_edges = 1
+
+    def __init__(self, weights: Optional[List[float]] = None, top_k_join: Optional[int] = None):
+        super().__init__()
+        if weights is not None and (not weights or any(not isinstance(w, (int, float)) or w < 0 for w in weights)):
+            raise ValueError(f"HybridJoin: weights must be non-negative numbers, got {weights!r}")
+        if top_k_join is not None and (not isinstance(top_k_join, int) or top_k_join < 1):
+            raise ValueError(f"HybridJoin: top_k_join must be an integer >= 1 or null, got {top_k_join!r}")
+        self.weights = weights
+        self.top_k_join = top_k_join
+
+    def join(self, results: List[List[Document]], top_k: Optional[int] = None) -> List[Document]:
+        """One query's passage lists (one per retriever) joined into one."""
+        if self.weights is not None and len(self.weights) != len(results):
+            raise ValueError(f"HybridJoin has {len(self.weights)} weights but {len(results)} inputs")
+        by_id: Dict[str, Document] = {}
+        for docs in results:
+            for doc in docs:
+                by_id.setdefault(doc.id, doc)  # the first input's copy (e.g. DCSR's, with its sentences)
+        ranked = [[(doc.id, float(doc.score or 0.0)) for doc in docs] for docs in results]
+        hasans = [bool(docs) and all(SUPPORT in (doc.meta or {}) for doc in docs) for docs in results]
+        output = []
+        for pid, score in fuse(ranked, self.weights, top_k or self.top_k_join, scaled=[not h for h in hasans]):
+            source = by_id[pid]
+            parts = [next((d.score for d in docs if d.id == pid), None) for docs in results]
+            output.append(Document(content=source.content, id=pid, score=score,
+                                   meta={**source.meta, HYBRID: parts}, content_type=source.content_type))
+        return output
+
+    def run_accumulated(self, inputs: List[Dict], top_k_join: Optional[int] = None) -> Tuple[Dict, str]:
+        documents = self.join([inp["documents"] for inp in inputs], top_k_join)
+        return {"documents": documents, "labels": inputs[0].get("labels")}, "output_1"
+
+    def run_batch_accumulated(self, inputs: List[Dict], top_k_join: Optional[int] = None) -> Tuple[Dict, str]:
+        per_input = [inp["documents"] for inp in inputs]
+        if per_input and per_input[0] and isinstance(per_input[0][0], Document):
+            return self.run_accumulated(inputs, top_k_join)
+        documents = [self.join([docs[q] for docs in per_input], top_k_join) for q in range(len(per_input[0]))]
+        return {"documents": documents, "labels": inputs[0].get("labels")}, "output_1"

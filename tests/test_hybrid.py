@@ -1,0 +1,89 @@
+"""Hybrid BM25 + DCSR as a Haystack pipeline: the benchmark's fusion, ids that match across
+branches, per-query filters in batches, and the YAML definition."""
+import sys
+from pathlib import Path
+
+import pytest
+from haystack import Pipeline
+from haystack.nodes import BM25Retriever
+from haystack.schema import Document
+
+from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
+from haystack_dcsr.fusion import fuse
+from test_store_consistency import make_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+QUERIES = ["Who discovered penicillin?", "capital of Germany", "largest planet gas giant", "Eiffel Tower 1889"]
+YAML = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "hybrid.haystack-pipeline.yml"
+
+
+def test_fuse_scales_only_the_lists_it_is_told_to():
+    dense, sparse = [("a", 0.9), ("b", 0.1)], [("b", 12.0), ("c", 3.0)]
+    assert fuse([dense, sparse], [0.5, 0.5], scaled=[False, True]) == [("b", 0.55), ("a", 0.45), ("c", 0.0)]
+    assert fuse([dense, sparse], [0.5, 0.5]) == [("a", 0.5), ("b", 0.5), ("c", 0.0)]  # a tie keeps first-seen order
+    with pytest.raises(ValueError, match="1 weights and 2 scale flags for 2 rankings"):
+        fuse([dense, sparse], [1.0])
+
+
+@pytest.fixture
+def hybrid(tmp_path, tiny_bert, corpus):
+    passage_store = SparseBM25DocumentStore(progress_bar=False)
+    sentence_store = make_store("faiss-flat", tmp_path)
+    passage_store.write_documents(corpus)
+    sentence_store.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
+    dcsr = DCSRRetriever(document_store=sentence_store, query_model=tiny_bert, progress_bar=False, top_k=100)
+    sentence_store.update_embeddings(dcsr)
+    bm25 = BM25Retriever(document_store=passage_store, top_k=100, scale_score=False)
+    pipeline = Pipeline()
+    pipeline.add_node(dcsr, name="DCSR", inputs=["Query"])
+    pipeline.add_node(bm25, name="BM25", inputs=["Query"])
+    pipeline.add_node(HybridJoin(weights=[0.5, 0.5], top_k_join=4), name="Hybrid", inputs=["DCSR", "BM25"])
+    return pipeline, dcsr, bm25
+
+
+def test_the_pipeline_reproduces_the_benchmark_fusion(hybrid, corpus):
+    from squad_open import hybrid as benchmark_hybrid
+
+    pipeline, dcsr, bm25 = hybrid
+    for query in QUERIES:
+        dense = [(d.id, d.score) for d in dcsr.retrieve(query, top_k=100)]
+        sparse = [(d.id, d.score) for d in bm25.retrieve(query, top_k=100)]
+        expected = benchmark_hybrid([dense], [sparse])[0][:4]
+        got = pipeline.run(query=query)["documents"]
+        assert [(d.id, round(d.score, 9)) for d in got] == [(pid, round(s, 9)) for pid, s in expected]
+        by_id = {d.id: d.content for d in corpus}
+        assert all(d.content == by_id[d.id] for d in got)  # both branches name passages the same way
+        assert all(d.meta["dcsr_sentences"] for d in got if d.id in dict(dense))
+        assert [len(d.meta["hybrid_scores"]) for d in got] == [2] * len(got)
+
+
+def test_batched_hybrid_queries_stay_inside_their_own_filters(hybrid):
+    pipeline, _, _ = hybrid
+    filters = [{"title": ["Paris"]}, {"title": ["Berlin", "Banana"]}, {"title": ["Jupiter"]}, None]
+    batched = pipeline.run_batch(queries=QUERIES, params={"DCSR": {"filters": filters}, "BM25": {"filters": filters}})
+    for query, query_filter, docs in zip(QUERIES, filters, batched["documents"]):
+        assert docs and all(query_filter is None or d.meta["title"] in query_filter["title"] for d in docs)
+        single = pipeline.run(query=query, params={"DCSR": {"filters": query_filter}, "BM25": {"filters": query_filter}})
+        assert [d.id for d in single["documents"]] == [d.id for d in docs]
+
+
+def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert, corpus, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the YAML's SQLite file lands here
+    text = YAML.read_text().replace("embedding_dim: 384", "embedding_dim: 32").replace(
+        "document_store: SentenceStore", f"document_store: SentenceStore\n      query_model: {tiny_bert}")
+    (tmp_path / "hybrid.yml").write_text(text)  # the shipped file, with the tiny test model
+    pipeline = load_pipeline(tmp_path / "hybrid.yml", pipeline_name="search")
+    pipeline.get_node("BM25").document_store.write_documents(corpus)
+    sentences = pipeline.get_node("DCSR").document_store
+    sentences.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
+    sentences.update_embeddings(pipeline.get_node("DCSR"))
+    docs = pipeline.run(query="Who discovered penicillin?", params={"Hybrid": {"top_k_join": 3}})["documents"]
+    assert len(docs) == 3 and docs[0].meta["title"] == "Penicillin" and docs[0].score > docs[1].score
+    assert isinstance(pipeline.get_node("Hybrid"), HybridJoin)
+
+
+def test_hybrid_join_refuses_bad_settings():
+    with pytest.raises(ValueError, match="weights must be non-negative"):
+        HybridJoin(weights=[-1, 2])
+    with pytest.raises(ValueError, match="HybridJoin has 3 weights but 2 inputs"):
+        HybridJoin(weights=[1, 1, 1]).join([[Document("a", id="a", score=1.0)], []])
