@@ -7,6 +7,7 @@ splitter uses, in order: parameters the user fitted on their own corpus (``fit``
 ``punkt_tab`` model when it is installed, or a built-in list of English abbreviations.
 """
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Iterable, List, Optional, Tuple, Union
@@ -14,6 +15,7 @@ from typing import Iterable, List, Optional, Tuple, Union
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
 
 Span = Tuple[int, int]
+logger = logging.getLogger(__name__)
 
 # Lower-cased, without the final period, as Punkt stores them. Enough for encyclopaedic English;
 # `SentenceSplitter.fit` learns the rest of a corpus' abbreviations.
@@ -31,13 +33,33 @@ ENGLISH_ABBREVIATIONS = frozenset(
 _NON_LATIN_ENDINGS = re.compile(r"(?<=[。！？｡︒।॥؟።])\s*")
 
 
+# The languages nltk ships Punkt models for (``punkt_tab``); offline, only English has built-in rules.
+PUNKT_LANGUAGES = ("czech", "danish", "dutch", "english", "estonian", "finnish", "french", "german", "greek", "italian",
+                   "malayalam", "norwegian", "polish", "portuguese", "russian", "slovene", "spanish", "swedish",
+                   "turkish")
+
+
 def default_punkt_parameters(language: str = "english") -> PunktParameters:
-    """nltk's shipped model for ``language`` if installed, else the built-in English list."""
+    """nltk's shipped model for ``language`` if installed, else the built-in English list (with a
+    warning for other languages: their abbreviations and ordinals, e.g. German "am 3. Okt.", would
+    split wrongly)."""
+    if language not in PUNKT_LANGUAGES:
+        raise ValueError(
+            f"Unknown sentence-splitting language {language!r}: Punkt has models for {', '.join(PUNKT_LANGUAGES)}. "
+            "For another language, fit the splitter on your corpus (SentencePreprocessor().fit(passages)), save it and "
+            "pass punkt_params_path."
+        )
     try:
         from nltk.tokenize.punkt import PunktTokenizer
 
         return PunktTokenizer(language)._params
     except (LookupError, ValueError, ImportError, OSError):
+        if language != "english":
+            logger.warning(
+                "nltk's Punkt model for %r is not installed (offline: no punkt_tab data), so sentences are split with "
+                "English rules, which cut %s abbreviations and ordinals. Install it (python -m nltk.downloader "
+                "punkt_tab) or fit the splitter on your corpus: SentencePreprocessor(language=%r).fit(passages).",
+                language, language.capitalize(), language)
         params = PunktParameters()
         params.abbrev_types = set(ENGLISH_ABBREVIATIONS)
         return params
@@ -46,7 +68,8 @@ def default_punkt_parameters(language: str = "english") -> PunktParameters:
 class SentenceSplitter:
     """Splits text into sentence spans that, with the whitespace between them, tile the text.
 
-    :param language: nltk Punkt model to use when nltk's ``punkt_tab`` data is installed.
+    :param language: nltk Punkt model to use when nltk's ``punkt_tab`` data is installed (one of
+        ``PUNKT_LANGUAGES``); offline only English works out of the box, other languages warn.
     :param min_words: merge a sentence into the next until it has more than this many words.
         0 keeps true sentences; the DCSR reference code uses 8.
     :param params: Punkt parameters to use instead of the defaults (see ``fit``/``load``).

@@ -70,3 +70,26 @@ def test_fit_learns_abbreviations_and_round_trips(tmp_path):
 def test_negative_min_words_is_rejected():
     with pytest.raises(ValueError, match="min_words"):
         SentenceSplitter(min_words=-1)
+
+
+GERMAN = "Der Vertrag wurde am 3. Okt. 1990 in Berlin unterzeichnet. Danach begann eine neue Zeit."
+
+
+def test_an_unknown_language_is_refused_with_what_works():
+    with pytest.raises(ValueError, match="Unknown sentence-splitting language 'klingon': Punkt has models for .*german"):
+        SentenceSplitter(language="klingon")
+
+
+def test_german_offline_warns_and_a_fitted_splitter_splits_it_right(caplog):
+    from haystack_dcsr.splitting import PunktParameters
+
+    offline = SentenceSplitter(language="german")
+    if offline.params.abbrev_types and "okt" not in offline.params.abbrev_types:  # no punkt_tab: English rules
+        assert "Punkt model for 'german' is not installed" in caplog.text and ".fit(passages)" in caplog.text
+        assert "Okt." in offline.split(GERMAN)  # "am 3. Okt." cut apart by English rules
+    corpus = [f"Die Sitzung fand am {d}. Okt. {y} statt und dauerte lange. Am {d + 1}. Nov. {y} folgte die nächste. "
+              "Sie war kurz." for d in range(1, 25) for y in (1990, 1991)]
+    fitted = SentenceSplitter(language="german").fit(corpus)
+    assert {"okt", "nov"} <= fitted.params.abbrev_types and isinstance(fitted.params, PunktParameters)
+    assert fitted.split(GERMAN) == ["Der Vertrag wurde am 3. Okt. 1990 in Berlin unterzeichnet.",
+                                    "Danach begann eine neue Zeit."]
