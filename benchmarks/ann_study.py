@@ -54,6 +54,7 @@ ZERO_SHOT_SETTINGS = [
     ("IVF1024,PQ96x8", {"nprobe": 64}, 3000),
     ("OPQ48_384,IVF1024,PQ48x8", {"nprobe": 32}, 1000), ("OPQ96_384,IVF1024,PQ96x8", {"nprobe": 32}, 1000),
     ("IVF1024,PQ48x8,Refine(SQ4)", {"nprobe": 32, "k_factor": 2}, 1000),
+    ("HNSW32,SQ8", {"efSearch": 1000}, 1000), ("IVF1024,SQ8", {"nprobe": 64}, 1000),
 ]
 FT_SETTINGS = [s for s in ZERO_SHOT_SETTINGS if (s[0], s[2]) in {
     ("Flat", 3000), ("Flat", 1000), ("Flat", 300), ("SQ8", 1000), ("SQ4", 1000), ("HNSW32", 1000),

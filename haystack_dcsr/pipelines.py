@@ -1,4 +1,5 @@
-"""Loading YAML pipelines with errors that name the component and the parameter.
+"""Loading and saving YAML pipelines: errors that name the component and the parameter, and
+FAISS stores that survive the round trip.
 
 Haystack 1.x validates a YAML pipeline against JSON schemas generated from each node's typed
 ``__init__``, but reports any failure in a custom node as "found, but it failed validation" without
@@ -6,6 +7,11 @@ saying which parameter. ``load_pipeline`` checks each component against the same
 reports the parameter, the problem and (for a misspelt name) the closest real one; then it hands
 the file to ``Pipeline.load_from_yaml``. Importing this package registers the DCSR node types, so
 the YAML can name them.
+
+``Pipeline.save_to_yaml`` writes a ``FAISSDocumentStore`` by its creation parameters: reloaded, it
+opens the same SQL database with a new, empty FAISS index (the vectors were never saved).
+``save_pipeline`` saves each FAISS index (and the retriever's vector map) beside the YAML and
+writes the store as ``faiss_index_path``, the form ``FAISSDocumentStore.load`` reads back.
 """
 import difflib
 import inspect
@@ -68,3 +74,45 @@ def _check_component(component: Dict[str, Any]) -> List[str]:
         where = ".".join(str(p) for p in error.absolute_path) or "params"
         problems.append(f"component {name!r} ({kind}), parameter {where!r}: {error.message}")
     return problems
+
+
+def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optional[Union[str, Path]] = None) -> Path:
+    """``Pipeline.save_to_yaml`` that keeps FAISS stores loadable (see the module docstring).
+
+        save_pipeline(pipeline, "query.yml")          # + DocumentStore.faiss/.json/.faiss.dcsr-map.npz beside it
+        pipeline = load_pipeline("query.yml")
+    """
+    from haystack.document_stores import FAISSDocumentStore
+
+    from haystack_dcsr.retriever import DCSRRetriever
+
+    path = Path(path)
+    index_dir = Path(index_dir) if index_dir is not None else path.parent
+    index_dir.mkdir(parents=True, exist_ok=True)
+    components = _components(pipeline)
+    config = pipeline.get_config()
+    for definition in config["components"]:
+        store = components.get(definition["name"])
+        if isinstance(store, FAISSDocumentStore):
+            index_path = index_dir / f"{definition['name']}.faiss"
+            store.save(str(index_path))
+            for retriever in components.values():
+                if isinstance(retriever, DCSRRetriever) and retriever.document_store is store:
+                    retriever.save_index_map(index_path)
+            definition["params"] = {"faiss_index_path": str(index_path)}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _components(pipeline: Pipeline) -> Dict[str, BaseComponent]:
+    """Every component of the pipeline by name, the ones only referenced by nodes (stores) included."""
+    found: Dict[str, BaseComponent] = {}
+    pending = [attributes["component"] for name, attributes in pipeline.graph.nodes.items()
+               if name != pipeline.root_node]
+    while pending:
+        component = pending.pop()
+        if component.name in found:
+            continue
+        found[component.name] = component
+        pending.extend(value for value in component.get_params().values() if isinstance(value, BaseComponent))
+    return found

@@ -367,6 +367,45 @@ class DCSRRetriever(DenseRetriever):
         search.save_map(path)
         return path
 
+    def train_index(self, max_sentences: int = 100_000, seed: int = 0, index: Optional[str] = None,
+                    document_store: Optional[BaseDocumentStore] = None) -> int:
+        """Train a FAISS index that needs it (SQ, IVF, PQ) on the vectors of a random sample of the
+        store's passages, encoded whole as they will be indexed; returns the vectors used (0 when the
+        index needs no training). Call it after writing the sentences and before update_embeddings."""
+        import random
+
+        from haystack.document_stores import FAISSDocumentStore
+
+        from haystack_dcsr.sql_rows import passage_head_ids
+
+        store = document_store or self.document_store
+        if not isinstance(store, FAISSDocumentStore):
+            raise ValueError("train_index needs a FAISSDocumentStore")
+        index = index or store.index
+        if store.faiss_indexes[index].is_trained:
+            return 0
+        head_ids = passage_head_ids(store, index)
+        random.Random(seed).shuffle(head_ids)
+        chosen, total = [], 0
+        for start in range(0, len(head_ids), 10_000):  # DCSR passages hold ~5 sentences: few rounds
+            for head in fetch_documents(store, head_ids[start : start + 10_000], index):
+                if total < max_sentences:
+                    chosen.append(PassageRef.of(position(head)))
+                    total += position(head).count
+            if total >= max_sentences:
+                break
+        documents = {doc.id: doc for doc in fetch_documents(
+            store, [sid for ref in chosen for sid in passage_sentence_ids(ref.passage_id, ref.count)], index)}
+        passages = [s for s in (current_sentences(ref, documents) for ref in chosen) if s is not None]
+        if not passages:
+            raise ValueError(f"No complete passages in index {index!r} to train the FAISS index on: write them first")
+        vectors = self.passage_encoder.encode([[doc.content for doc in p] for p in passages], batch_size=self.batch_size)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if store.similarity == "cosine":
+            store.normalize_embedding(vectors)  # as the store does to the vectors it will add
+        store.train_index(embeddings=vectors, index=index)
+        return len(vectors)
+
     def delete_passages(self, passage_ids: List[str], index: Optional[str] = None,
                         document_store: Optional[BaseDocumentStore] = None) -> int:
         """Delete passages (every sentence Document of each, stale ones included) by passage id and

@@ -145,10 +145,12 @@ def check_in_sync(rows: Sequence[VectorRow], ntotal: int, keeps_ids: bool, descr
     if len(rows) > ntotal or (not keeps_ids and largest >= ntotal):
         raise IndexOutOfSyncError(
             f"{describe}: its FAISS index holds {ntotal} vectors but SQL gives {len(rows)} documents vector ids up to "
-            f"{largest}. Documents were probably deleted from a FAISS index that renumbers its vectors (Flat, HNSW, "
-            "PQ, SQ), so stored ids now point at other sentences' vectors. Nothing was returned. Rebuild the vectors "
-            "with store.update_embeddings(retriever); to delete passages without this, use "
-            "DCSRRetriever.delete_passages."
+            f"{largest}, so stored ids point at vectors that are missing or belong to other sentences. Either documents "
+            "were deleted from a FAISS index that renumbers its vectors (Flat, HNSW, PQ, SQ; to delete passages "
+            "without this, use DCSRRetriever.delete_passages), or the store was opened on its SQL database without "
+            "its saved FAISS index (load it with FAISSDocumentStore.load / faiss_index_path; "
+            "haystack_dcsr.save_pipeline writes YAML that does). Nothing was returned. Rebuild the vectors with "
+            "store.update_embeddings(retriever)."
         )
 
 

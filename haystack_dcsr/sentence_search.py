@@ -353,21 +353,21 @@ SEARCH_PARAMETERS = ("nprobe", "efSearch", "k_factor")
 
 
 def _search(faiss_index, queries: np.ndarray, k: int, params: Mapping[str, float] = {}):
-    """FAISS search; for a flat inner-product index, one BLAS product over the index's own vectors
-    and a partial sort, which for DCSR's large k (3,000) is several times faster than FAISS's
-    per-query heap."""
+    """FAISS search; for a flat inner-product index, one matrix product over the index's own vectors
+    (zero-copy) and a top-k, which for DCSR's large k is ~2x faster than FAISS's per-query heap.
+    The product runs in torch, whose thread pool the query tower already uses: numpy's BLAS pool
+    would keep spinning after the scan and slow the next query's encoding (p95 105 vs 18 ms)."""
     import faiss
+    import torch
 
     base = faiss.downcast_index(faiss_index)
     flat_ip = isinstance(base, faiss.IndexFlat) and base.metric_type == faiss.METRIC_INNER_PRODUCT
     if not flat_ip or k >= base.ntotal:
         return faiss_index.search(queries, k, params=search_parameters(faiss_index, params) if params else None)
-    vectors = faiss.rev_swig_ptr(base.get_xb(), base.ntotal * base.d).reshape(base.ntotal, base.d)
-    all_scores = queries @ vectors.T
-    top = np.argpartition(-all_scores, k - 1, axis=1)[:, :k]
-    top_scores = np.take_along_axis(all_scores, top, axis=1)
-    order = np.argsort(-top_scores, axis=1, kind="stable")
-    return np.take_along_axis(top_scores, order, axis=1), np.take_along_axis(top, order, axis=1).astype(np.int64)
+    vectors = torch.from_numpy(faiss.rev_swig_ptr(base.get_xb(), base.ntotal * base.d).reshape(base.ntotal, base.d))
+    with torch.inference_mode():
+        top_scores, top = torch.topk(torch.from_numpy(queries) @ vectors.T, k, dim=1)
+    return top_scores.numpy(), top.numpy().astype(np.int64)
 
 
 def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray,

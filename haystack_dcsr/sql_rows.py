@@ -158,3 +158,13 @@ def sentence_ids_of(document_store, index: str, passage_ids: Sequence[str]) -> L
                 if head == passage_id and number.isdigit():
                     found.append(doc_id)
     return found
+
+
+def passage_head_ids(document_store, index: str) -> List[str]:
+    """The id of every passage's sentence #0 (one scan of the id column, in SQL)."""
+    from haystack.document_stores.sql import DocumentORM
+
+    with store_lock(document_store):
+        rows = (document_store.session.query(DocumentORM.id)
+                .filter(DocumentORM.index == index, DocumentORM.id.like("%#0")).all())
+    return [doc_id for (doc_id,) in rows]

@@ -87,3 +87,25 @@ def test_hybrid_join_refuses_bad_settings():
         HybridJoin(weights=[-1, 2])
     with pytest.raises(ValueError, match="HybridJoin has 3 weights but 2 inputs"):
         HybridJoin(weights=[1, 1, 1]).join([[Document("a", id="a", score=1.0)], []])
+
+
+def test_a_faiss_pipeline_survives_the_yaml_round_trip(tmp_path, tiny_bert, corpus, monkeypatch):
+    from haystack.errors import PipelineConfigError
+
+    from haystack_dcsr import save_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    store = make_store("faiss-flat", tmp_path)
+    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False)
+    store.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
+    store.update_embeddings(retriever)
+    pipeline = Pipeline()
+    pipeline.add_node(retriever, name="Retriever", inputs=["Query"])
+    expected = [(d.id, round(d.score, 6)) for d in pipeline.run(query="Fleming")["documents"]]
+    pipeline.save_to_yaml(tmp_path / "plain.yml")  # Haystack's own: the FAISS index is not saved
+    with pytest.raises(PipelineConfigError, match="doesn't match the number of embeddings in FAISS"):
+        load_pipeline(tmp_path / "plain.yml")  # Haystack reopens the SQL rows with an empty FAISS index
+    save_pipeline(pipeline, tmp_path / "query.yml")
+    reloaded = load_pipeline(tmp_path / "query.yml")
+    assert [(d.id, round(d.score, 6)) for d in reloaded.run(query="Fleming")["documents"]] == expected
+    assert (tmp_path / "DocumentStore.faiss.dcsr-map.npz").is_file() or any(tmp_path.glob("*.dcsr-map.npz"))

@@ -5,6 +5,7 @@
     python -m trainer train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
     torchrun --nproc_per_node 8 -m trainer train --config trainer/configs/squad_dcsr.yaml
     python -m trainer mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
+    python -m trainer publish runs/dcsr/best my-org/dcsr-squad
 """
 import argparse
 import json
@@ -109,6 +110,12 @@ def train(args) -> None:
         print(f"trained {history[-1]['step']} steps; last loss {history[-1]['loss']:.4f}; encoders in {config.output_dir}")
 
 
+def publish(args) -> None:
+    from haystack_dcsr.hub import publish as upload
+
+    print(upload(args.directory, args.repo_id, private=args.private, token=args.token))
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m trainer", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +179,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint in output_dir")
     p.set_defaults(func=train)
+
+    p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
+    p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")
+    p.add_argument("repo_id", help="org/name on the Hugging Face hub")
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--token", help="default: the token of huggingface-cli login / HF_TOKEN")
+    p.set_defaults(func=publish)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

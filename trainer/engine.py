@@ -7,6 +7,7 @@ the loss is scaled by the world size, so after DDP averages gradients they equal
 process on the whole batch (tested with gloo on CPU).
 """
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from haystack_dcsr.encoder import PassageEncoder, QueryTower, Tower, Window
+from haystack_dcsr.hub import model_card
 from haystack_dcsr.models import pick_dtype
 from trainer.config import TrainConfig
 from trainer.data import Record, load_records
@@ -146,6 +148,7 @@ class Trainer:
         self.output = Path(config.output_dir)
         self.state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None}
         self.history: List[Dict] = []
+        self.dev_metrics: Dict[str, float] = {}
         self._cached: Optional[CachedPass] = None
         self._writer = _tensorboard(self.output / "tensorboard") if self.dist.main else None
 
@@ -267,6 +270,7 @@ class Trainer:
         bar.close()
         if self.dev_records and self.state["step_in_epoch"] > 0:  # stopped mid-epoch (max_steps): validate the end
             metrics = self.validate()
+            self.dev_metrics = metrics
             if self.dist.main and metrics:
                 self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
         self.save_encoders(self.output / "last")
@@ -300,6 +304,7 @@ class Trainer:
 
     def end_epoch(self):
         metrics = self.validate() if self.dev_records else {}
+        self.dev_metrics = metrics
         if self.dist.main and metrics:
             metrics["epoch"] = self.state["epoch"]
             self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
@@ -336,6 +341,14 @@ class Trainer:
             return
         self.query.save(directory / "query_encoder")
         self.passage.save(directory / "passage_encoder")
+        metrics = {f"dev in-batch {k}": round(v, 4) if isinstance(v, float) else v for k, v in self.dev_metrics.items()}
+        if self.history:
+            metrics["training steps"] = self.history[-1]["step"]
+            metrics["loss, mean of the last 10 steps"] = round(float(np.mean([h["loss"] for h in self.history[-10:]])), 4)
+        recipe = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None and k not in (
+            "output_dir", "train_file", "dev_file", "device")}
+        model_card(directory, title=f"DCSR: {self.output.name}", base_model=self.config.base_model, recipe=recipe,
+                   metrics=metrics, data=f"`{Path(self.config.train_file).name}`" if self.config.train_file else "given records")
 
     def save_checkpoint(self) -> None:
         directory = self.output / "checkpoint"
