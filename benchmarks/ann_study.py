@@ -59,7 +59,8 @@ ZERO_SHOT_SETTINGS = [
 FT_SETTINGS = [s for s in ZERO_SHOT_SETTINGS if (s[0], s[2]) in {
     ("Flat", 3000), ("Flat", 1000), ("Flat", 300), ("SQ8", 1000), ("SQ4", 1000), ("HNSW32", 1000),
     ("IVF1024,Flat", 1000), ("IVF1024,SQ4", 1000), ("IVF1024,PQ96x8", 1000), ("OPQ96_384,IVF1024,PQ96x8", 1000),
-    ("IVF1024,PQ48x8,Refine(SQ4)", 1000)} and s[1].get("efSearch", 1000) == 1000 and s[1].get("nprobe", 32) == 32]
+    ("IVF1024,PQ48x8,Refine(SQ4)", 1000), ("HNSW32,SQ8", 1000)} and s[1].get("efSearch", 1000) == 1000
+    and s[1].get("nprobe", 32) == 32]
 
 
 def towers(model: str) -> Dict[str, str]:
