@@ -41,6 +41,7 @@ from squad_data import load_squad  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KS = (1, 20, 100)
+RUN = time.strftime("%Y-%m-%d %H:%M")  # rows compared for speed must share it
 # (factory string, search params, top_n_sentences)
 ZERO_SHOT_SETTINGS = [
     ("Flat", {}, 3000), ("Flat", {}, 1000), ("Flat", {}, 300),
@@ -210,11 +211,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ann_study.json")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--prepare-only", action="store_true", help="encode and write the stores, measure nothing")
+    parser.add_argument("--remeasure", action="append", default=[], metavar="SETTING",
+                        help="measure this setting again (e.g. 'SQ4 (top_n=1000)', 'EmbeddingRetriever Flat'), "
+                             "so that the rows compared side by side come from one run")
     args = parser.parse_args()
     models = [m.split("=", 1) for m in args.model] or [["MiniLM zero-shot", "all-MiniLM-L6-v2"]]
     passages, questions = load_squad(n_questions=args.questions, seed=0)
     report = json.loads(args.out.read_text()) if args.out.is_file() else {"passages": len(passages),
                                                                          "questions": len(questions), "rows": []}
+    report["rows"] = [r for r in report["rows"] if r["setting"] not in args.remeasure]
     done = {(r["model"], r["setting"]) for r in report["rows"]}
 
     def save():
@@ -226,7 +231,7 @@ def main() -> None:
         return
     if not args.skip_reference and ("MiniLM zero-shot", "EmbeddingRetriever Flat") not in done:
         row = embedding_retriever_reference("all-MiniLM-L6-v2", passages, questions, args.workdir)
-        row.update(model="MiniLM zero-shot", setting="EmbeddingRetriever Flat",
+        row.update(model="MiniLM zero-shot", setting="EmbeddingRetriever Flat", run=RUN,
                    bytes_per_passage=round(row["index_bytes"] / len(passages)))
         report["rows"].append(row)
         print(json.dumps(row), flush=True)
@@ -246,6 +251,7 @@ def main() -> None:
             row.update(dcsr_accuracy(retriever, index.store, questions), **built)
             row.update(model=name, setting=label(factory, params, top_n), factory=factory, search_params=params,
                        top_n_sentences=top_n, bytes_per_passage=round(built["index_bytes"] / len(passages)))
+            row["run"] = RUN
             report["rows"].append(row)
             print(json.dumps(row), flush=True)
             save()
