@@ -6,21 +6,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from test_errors import YAML  # an InMemory store + DCSRRetriever, pipeline "query"
 
-YAML = """version: ignore
-components:
-  - name: Store
-    type: InMemoryDocumentStore
-    params: {{embedding_dim: 32}}
-  - name: Retriever
-    type: DCSRRetriever
-    params: {{document_store: Store, query_model: {model}}}
-pipelines:
-  - name: search
-    nodes:
-      - {{name: Retriever, inputs: [Query]}}
-"""
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def stand_ins(directory: Path) -> Path:
@@ -42,9 +30,9 @@ def stand_ins(directory: Path) -> Path:
 
 
 def run(code: str, env_dir: Path, tiny_bert: str, tmp_path: Path):
-    (tmp_path / "p.yml").write_text(YAML.format(model=tiny_bert))
+    (tmp_path / "p.yml").write_text(YAML.format(model=tiny_bert, params="top_k: 5"))
     env = {"PYTHONPATH": f"{env_dir}:{ROOT}", "HAYSTACK_TELEMETRY_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-           "PATH": "/usr/bin:/bin", "PIPELINE_YAML_PATH": str(tmp_path / "p.yml"), "QUERY_PIPELINE_NAME": "search"}
+           "PATH": "/usr/bin:/bin", "PIPELINE_YAML_PATH": str(tmp_path / "p.yml"), "QUERY_PIPELINE_NAME": "query"}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -53,7 +41,7 @@ def test_the_launcher_serves_yaml_that_names_dcsr_nodes(tmp_path, tiny_bert):
     plain = run("import rest_api.application", env_dir, tiny_bert, tmp_path)  # what the REST API does alone
     assert plain.returncode != 0 and "DCSRRetriever" in plain.stderr
     served = run(f"from haystack_dcsr.serve import main; main(['--pipeline', '{tmp_path / 'p.yml'}', "
-                 "'--query-pipeline', 'search', '--port', '8123'])", env_dir, tiny_bert, tmp_path)
+                 "'--query-pipeline', 'query', '--port', '8123'])", env_dir, tiny_bert, tmp_path)
     assert served.returncode == 0, served.stderr[-2000:]
     assert "SERVING DCSRRetriever 8123 1" in served.stdout
 
