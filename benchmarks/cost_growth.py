@@ -18,7 +18,8 @@ their vectors added to its FAISS index, exactly the layout ``write_documents`` p
 gives both rates). Everything after that is the product's own path.
 
 Each size runs in child processes, so peak RAM is per step: ``build`` (train the index on a
-sample, write every sentence Document with its vector as described above, save the index and the retriever's vector map) and ``query`` (``FAISSDocumentStore.load``, a new
+sample, write every sentence Document with its vector as described above, save the index and the
+retriever's vector map) and ``query`` (``FAISSDocumentStore.load``, a new
 ``DCSRRetriever``, the first answered query; then ``retrieve`` p50/p95, ``retrieve_batch`` ms per
 query and top-k). The first query is also timed without the saved vector map, i.e. with the full
 SQL scan the retriever does otherwise.
