@@ -1,13 +1,16 @@
 # Two commands, each sets up what it needs on a fresh machine:
 #   make demo   - create .venv, install, index a small shipped corpus and answer questions
-#   make test   - create .venv, install, run the test suite
+#   make test   - create .venv (Haystack 1.x) and .venv2 (Haystack 2.x), install, run both test suites
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# farm-haystack (1.x) and haystack-ai (2.x) are both the `haystack` package: each gets its own environment
+VENV2 := .venv2
+BIN2 := $(VENV2)/bin
 export HAYSTACK_TELEMETRY_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test bench clean
+.PHONY: setup setup2 demo test bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -24,12 +27,26 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 setup: $(VENV)/.installed
 
+$(BIN2)/activate:
+	$(PYTHON) -m venv $(VENV2)
+
+$(VENV2)/.installed: pyproject.toml | $(BIN2)/activate
+	$(BIN2)/pip install -q --upgrade pip
+	$(BIN2)/python -c "import torch" 2>/dev/null || $(BIN2)/pip install -q torch==2.13.0
+	$(BIN2)/pip install -q -e ".[dev2]"
+	touch $@
+
+setup2: $(VENV2)/.installed
+
 demo: setup
 	$(BIN)/python examples/demo.py
 
-# unit + integration tests, then the example notebooks executed top to bottom
-test: setup
+# both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
+# then Haystack 2.x in its own environment
+test: setup setup2
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
+	$(BIN2)/python -m pytest -q --nbmake --nbmake-timeout=900 tests_haystack2 examples/03_haystack2_quickstart.ipynb
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(VENV2) *.egg-info

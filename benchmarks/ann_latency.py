@@ -14,6 +14,7 @@ its latency depends on the number and size of its vectors (20,963 x 384 fp32, FA
 encoder (the same MiniLM) and its SQL reads, not on their values; encoding the real ones takes this CPU
 ~10 minutes (``ann_study.py`` does, for its accuracy).
 """
+
 import argparse
 import json
 import os
@@ -27,19 +28,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
+from ann_study import ROOT, ModelIndex, label  # noqa: E402
 from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.nodes import EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
+from squad_data import load_squad  # noqa: E402
 
-from ann_study import ROOT, ModelIndex, label  # noqa: E402
 from haystack_dcsr import DCSRRetriever  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
-from squad_data import load_squad  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 BLOCK = 50
-SETTINGS = [("Flat", {}, 3000), ("SQ4", {}, 1000), ("HNSW32", {"efSearch": 1000}, 1000),
-            ("HNSW32,SQ8", {"efSearch": 1000}, 1000)]
+SETTINGS = [
+    ("Flat", {}, 3000),
+    ("SQ4", {}, 1000),
+    ("HNSW32", {"efSearch": 1000}, 1000),
+    ("HNSW32,SQ8", {"efSearch": 1000}, 1000),
+]
 
 
 def embedding_retriever(index: ModelIndex, passages, workdir: Path) -> EmbeddingRetriever:
@@ -50,12 +55,25 @@ def embedding_retriever(index: ModelIndex, passages, workdir: Path) -> Embedding
     sums /= np.linalg.norm(sums, axis=1, keepdims=True)
     db = workdir / "er_standin.db"
     db.unlink(missing_ok=True)
-    store = FAISSDocumentStore(sql_url=f"sqlite:///{db}", embedding_dim=sums.shape[1], faiss_index_factory_str="Flat",
-                               similarity="dot_product", duplicate_documents="skip", progress_bar=False)
-    store.write_documents([Document(content=p.content, id=p.id, meta=p.meta, embedding=v)
-                           for p, v in zip(passages, sums)], batch_size=10_000)
-    return EmbeddingRetriever(document_store=store, embedding_model=resolve_model_path(MODEL), use_gpu=False,
-                              progress_bar=False, model_format="sentence_transformers")
+    store = FAISSDocumentStore(
+        sql_url=f"sqlite:///{db}",
+        embedding_dim=sums.shape[1],
+        faiss_index_factory_str="Flat",
+        similarity="dot_product",
+        duplicate_documents="skip",
+        progress_bar=False,
+    )
+    store.write_documents(
+        [Document(content=p.content, id=p.id, meta=p.meta, embedding=v) for p, v in zip(passages, sums)],
+        batch_size=10_000,
+    )
+    return EmbeddingRetriever(
+        document_store=store,
+        embedding_model=resolve_model_path(MODEL),
+        use_gpu=False,
+        progress_bar=False,
+        model_format="sentence_transformers",
+    )
 
 
 def main() -> None:
@@ -71,8 +89,9 @@ def main() -> None:
         store = FAISSDocumentStore.load(str(index.dir / "flat.faiss"))  # its own store object, the same SQL rows
         index.store = store
         index.install(factory)
-        systems[label(factory, params, top_n)] = DCSRRetriever(document_store=store, query_model=MODEL, top_n_sentences=top_n,
-                                                               search_params=params, progress_bar=False)
+        systems[label(factory, params, top_n)] = DCSRRetriever(
+            document_store=store, query_model=MODEL, top_n_sentences=top_n, search_params=params, progress_bar=False
+        )
     texts = [q for q, _, _ in questions]
     for retriever in systems.values():  # warm: models loaded, vector maps read
         retriever.retrieve(texts[0], top_k=10)
@@ -89,9 +108,13 @@ def main() -> None:
     report = {"run": time.strftime("%Y-%m-%d %H:%M"), "questions": len(texts), "block": BLOCK, "rows": []}
     for name, values in times.items():
         p50, p95 = (1000 * float(np.percentile(values, q)) for q in (50, 95))
-        row = {"setting": name, "retrieve_ms_p50": round(p50, 2), "retrieve_ms_p95": round(p95, 2),
-               "x_reference_p50": round(p50 / (1000 * float(np.percentile(reference, 50))), 2),
-               "x_reference_p95": round(p95 / (1000 * float(np.percentile(reference, 95))), 2)}
+        row = {
+            "setting": name,
+            "retrieve_ms_p50": round(p50, 2),
+            "retrieve_ms_p95": round(p95, 2),
+            "x_reference_p50": round(p50 / (1000 * float(np.percentile(reference, 50))), 2),
+            "x_reference_p95": round(p95 / (1000 * float(np.percentile(reference, 95))), 2),
+        }
         report["rows"].append(row)
         print(json.dumps(row), flush=True)
     args.out.write_text(json.dumps(report, indent=1))

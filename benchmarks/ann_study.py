@@ -16,13 +16,14 @@ same mean-pooled, normalised MiniLM vectors; its accuracy is read from its FAISS
 since Haystack's top-100 fetch through SQLite costs ~0.8 s a question). Resumable: settings
 already in the report are kept.
 """
+
 import argparse
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,35 +34,65 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.schema import Document  # noqa: E402
+from squad_data import load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
 from haystack_dcsr.encoder import Tower  # noqa: E402
 from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
-from squad_data import load_squad  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KS = (1, 20, 100)
 RUN = time.strftime("%Y-%m-%d %H:%M")  # rows compared for speed must share it
 # (factory string, search params, top_n_sentences)
 ZERO_SHOT_SETTINGS = [
-    ("Flat", {}, 3000), ("Flat", {}, 1000), ("Flat", {}, 300),
-    ("SQfp16", {}, 3000), ("SQ8", {}, 3000), ("SQ8", {}, 1000), ("SQ4", {}, 3000), ("SQ4", {}, 1000),
-    ("HNSW32", {"efSearch": 300}, 300), ("HNSW32", {"efSearch": 1000}, 1000), ("HNSW32", {"efSearch": 2000}, 1000),
+    ("Flat", {}, 3000),
+    ("Flat", {}, 1000),
+    ("Flat", {}, 300),
+    ("SQfp16", {}, 3000),
+    ("SQ8", {}, 3000),
+    ("SQ8", {}, 1000),
+    ("SQ4", {}, 3000),
+    ("SQ4", {}, 1000),
+    ("HNSW32", {"efSearch": 300}, 300),
+    ("HNSW32", {"efSearch": 1000}, 1000),
+    ("HNSW32", {"efSearch": 2000}, 1000),
     ("HNSW32", {"efSearch": 3000}, 3000),
-    ("IVF1024,Flat", {"nprobe": 8}, 1000), ("IVF1024,Flat", {"nprobe": 32}, 1000),
-    ("IVF1024,Flat", {"nprobe": 128}, 1000), ("IVF1024,Flat", {"nprobe": 32}, 3000), ("IVF1024,Flat", {"nprobe": 32}, 300),
-    ("IVF1024,SQ8", {"nprobe": 32}, 1000), ("IVF1024,SQ4", {"nprobe": 32}, 1000),
-    ("IVF1024,PQ48x8", {"nprobe": 32}, 1000), ("IVF1024,PQ96x8", {"nprobe": 32}, 1000),
+    ("IVF1024,Flat", {"nprobe": 8}, 1000),
+    ("IVF1024,Flat", {"nprobe": 32}, 1000),
+    ("IVF1024,Flat", {"nprobe": 128}, 1000),
+    ("IVF1024,Flat", {"nprobe": 32}, 3000),
+    ("IVF1024,Flat", {"nprobe": 32}, 300),
+    ("IVF1024,SQ8", {"nprobe": 32}, 1000),
+    ("IVF1024,SQ4", {"nprobe": 32}, 1000),
+    ("IVF1024,PQ48x8", {"nprobe": 32}, 1000),
+    ("IVF1024,PQ96x8", {"nprobe": 32}, 1000),
     ("IVF1024,PQ96x8", {"nprobe": 64}, 3000),
-    ("OPQ48_384,IVF1024,PQ48x8", {"nprobe": 32}, 1000), ("OPQ96_384,IVF1024,PQ96x8", {"nprobe": 32}, 1000),
+    ("OPQ48_384,IVF1024,PQ48x8", {"nprobe": 32}, 1000),
+    ("OPQ96_384,IVF1024,PQ96x8", {"nprobe": 32}, 1000),
     ("IVF1024,PQ48x8,Refine(SQ4)", {"nprobe": 32, "k_factor": 2}, 1000),
     ("HNSW32,SQ8", {"efSearch": 1000}, 1000),
 ]
-FT_SETTINGS = [s for s in ZERO_SHOT_SETTINGS if (s[0], s[2]) in {
-    ("Flat", 3000), ("Flat", 1000), ("Flat", 300), ("SQ8", 1000), ("SQ4", 1000), ("HNSW32", 1000),
-    ("IVF1024,Flat", 1000), ("IVF1024,SQ4", 1000), ("IVF1024,PQ96x8", 1000), ("OPQ96_384,IVF1024,PQ96x8", 1000),
-    ("IVF1024,PQ48x8,Refine(SQ4)", 1000), ("HNSW32,SQ8", 1000)} and s[1].get("efSearch", 1000) == 1000
-    and s[1].get("nprobe", 32) == 32]
+FT_SETTINGS = [
+    s
+    for s in ZERO_SHOT_SETTINGS
+    if (s[0], s[2])
+    in {
+        ("Flat", 3000),
+        ("Flat", 1000),
+        ("Flat", 300),
+        ("SQ8", 1000),
+        ("SQ4", 1000),
+        ("HNSW32", 1000),
+        ("IVF1024,Flat", 1000),
+        ("IVF1024,SQ4", 1000),
+        ("IVF1024,PQ96x8", 1000),
+        ("OPQ96_384,IVF1024,PQ96x8", 1000),
+        ("IVF1024,PQ48x8,Refine(SQ4)", 1000),
+        ("HNSW32,SQ8", 1000),
+    }
+    and s[1].get("efSearch", 1000) == 1000
+    and s[1].get("nprobe", 32) == 32
+]
 
 
 def towers(model: str) -> Dict[str, str]:
@@ -108,10 +139,17 @@ class ModelIndex:
             return FAISSDocumentStore.load(str(index_path))
         db = self.dir / "store.db"
         db.unlink(missing_ok=True)
-        store = FAISSDocumentStore(sql_url=f"sqlite:///{db}", embedding_dim=self.vectors.shape[1],
-                                   faiss_index_factory_str="Flat", similarity="dot_product",
-                                   duplicate_documents="skip", progress_bar=False)
-        docs = [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(self.sentences, self.vectors)]
+        store = FAISSDocumentStore(
+            sql_url=f"sqlite:///{db}",
+            embedding_dim=self.vectors.shape[1],
+            faiss_index_factory_str="Flat",
+            similarity="dot_product",
+            duplicate_documents="skip",
+            progress_bar=False,
+        )
+        docs = [
+            Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(self.sentences, self.vectors)
+        ]
         start = time.perf_counter()
         store.write_documents(docs, batch_size=10_000)
         print(f"{self.name}: wrote {len(docs)} sentence rows in {time.perf_counter() - start:.0f}s", flush=True)
@@ -121,16 +159,20 @@ class ModelIndex:
     def install(self, factory: str) -> Dict:
         """Build ``factory`` the way the store builds its indexes, fill it, put it in the store."""
         start = time.perf_counter()
-        index = self.store._create_new_index(embedding_dim=self.vectors.shape[1], metric_type=faiss.METRIC_INNER_PRODUCT,
-                                             index_factory=factory)
+        index = self.store._create_new_index(
+            embedding_dim=self.vectors.shape[1], metric_type=faiss.METRIC_INNER_PRODUCT, index_factory=factory
+        )
         if not index.is_trained:
             index.train(self.vectors)
         trained = time.perf_counter()
         index.add(self.vectors)
         done = time.perf_counter()
         self.store.faiss_indexes[self.store.index] = index
-        return {"train_s": round(trained - start, 1), "build_s": round(done - start, 1),
-                "index_bytes": int(faiss.serialize_index(index).size)}
+        return {
+            "train_s": round(trained - start, 1),
+            "build_s": round(done - start, 1),
+            "index_bytes": int(faiss.serialize_index(index).size),
+        }
 
 
 def measure(retriever, store, questions, single: bool = True) -> Dict:
@@ -144,8 +186,10 @@ def measure(retriever, store, questions, single: bool = True) -> Dict:
             start = time.perf_counter()
             retriever.retrieve(text, top_k=10, document_store=store)
             times.append(time.perf_counter() - start)
-        row.update(retrieve_ms_p50=round(1000 * float(np.percentile(times, 50)), 2),
-                   retrieve_ms_p95=round(1000 * float(np.percentile(times, 95)), 2))
+        row.update(
+            retrieve_ms_p50=round(1000 * float(np.percentile(times, 50)), 2),
+            retrieve_ms_p95=round(1000 * float(np.percentile(times, 95)), 2),
+        )
     start = time.perf_counter()
     for begin in range(0, len(texts), 32):
         retriever.retrieve_batch(texts[begin : begin + 32], top_k=10, document_store=store)
@@ -173,11 +217,18 @@ def embedding_retriever_store(model: str, passages: List[Document], workdir: Pat
     tower = Tower(model, pooling="mean", normalize=True, max_length=256)
     vectors = tower.encode_texts([d.content for d in passages], batch_size=32, progress_bar=True, what="Passage")
     (directory / "store.db").unlink(missing_ok=True)
-    store = FAISSDocumentStore(sql_url=f"sqlite:///{directory / 'store.db'}", embedding_dim=vectors.shape[1],
-                               faiss_index_factory_str="Flat", similarity="dot_product",
-                               duplicate_documents="skip", progress_bar=False)
-    store.write_documents([Document(content=d.content, id=d.id, meta=d.meta, embedding=v)
-                           for d, v in zip(passages, vectors)], batch_size=10_000)
+    store = FAISSDocumentStore(
+        sql_url=f"sqlite:///{directory / 'store.db'}",
+        embedding_dim=vectors.shape[1],
+        faiss_index_factory_str="Flat",
+        similarity="dot_product",
+        duplicate_documents="skip",
+        progress_bar=False,
+    )
+    store.write_documents(
+        [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(passages, vectors)],
+        batch_size=10_000,
+    )
     store.save(str(index_path))
     return store
 
@@ -190,8 +241,13 @@ def embedding_retriever_reference(model: str, passages: List[Document], question
     store = embedding_retriever_store(model, passages, workdir)
     from haystack_dcsr.models import resolve_model_path
 
-    retriever = EmbeddingRetriever(document_store=store, embedding_model=resolve_model_path(model), use_gpu=False,
-                                   progress_bar=False, model_format="sentence_transformers")
+    retriever = EmbeddingRetriever(
+        document_store=store,
+        embedding_model=resolve_model_path(model),
+        use_gpu=False,
+        progress_bar=False,
+        model_format="sentence_transformers",
+    )
     row, answers = measure(retriever, store, questions)
     index = store.faiss_indexes[store.index]
     base = faiss.downcast_index(index)
@@ -208,22 +264,31 @@ def embedding_retriever_reference(model: str, passages: List[Document], question
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
-                        help="default: 'MiniLM zero-shot=all-MiniLM-L6-v2'")
+    parser.add_argument(
+        "--model", action="append", default=[], metavar="NAME=DIR", help="default: 'MiniLM zero-shot=all-MiniLM-L6-v2'"
+    )
     parser.add_argument("--settings", choices=["all", "ft"], default="all", help="ft: the shorter list")
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "cache" / "ann")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ann_study.json")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--prepare-only", action="store_true", help="encode and write the stores, measure nothing")
-    parser.add_argument("--remeasure", action="append", default=[], metavar="SETTING",
-                        help="measure this setting again (e.g. 'SQ4 (top_n=1000)', 'EmbeddingRetriever Flat'), "
-                             "so that the rows compared side by side come from one run")
+    parser.add_argument(
+        "--remeasure",
+        action="append",
+        default=[],
+        metavar="SETTING",
+        help="measure this setting again (e.g. 'SQ4 (top_n=1000)', 'EmbeddingRetriever Flat'), "
+        "so that the rows compared side by side come from one run",
+    )
     args = parser.parse_args()
     models = [m.split("=", 1) for m in args.model] or [["MiniLM zero-shot", "all-MiniLM-L6-v2"]]
     passages, questions = load_squad(n_questions=args.questions, seed=0)
-    report = json.loads(args.out.read_text()) if args.out.is_file() else {"passages": len(passages),
-                                                                         "questions": len(questions), "rows": []}
+    report = (
+        json.loads(args.out.read_text())
+        if args.out.is_file()
+        else {"passages": len(passages), "questions": len(questions), "rows": []}
+    )
     report["rows"] = [r for r in report["rows"] if r["setting"] not in args.remeasure]
     done = {(r["model"], r["setting"]) for r in report["rows"]}
 
@@ -237,8 +302,12 @@ def main() -> None:
         return
     if not args.skip_reference and ("MiniLM zero-shot", "EmbeddingRetriever Flat") not in done:
         row = embedding_retriever_reference("all-MiniLM-L6-v2", passages, questions, args.workdir)
-        row.update(model="MiniLM zero-shot", setting="EmbeddingRetriever Flat", run=RUN,
-                   bytes_per_passage=round(row["index_bytes"] / len(passages)))
+        row.update(
+            model="MiniLM zero-shot",
+            setting="EmbeddingRetriever Flat",
+            run=RUN,
+            bytes_per_passage=round(row["index_bytes"] / len(passages)),
+        )
         report["rows"].append(row)
         print(json.dumps(row), flush=True)
         save()
@@ -251,12 +320,23 @@ def main() -> None:
         report.setdefault("sentence_vectors", {})[name] = int(len(index.vectors))
         for factory, params, top_n in todo:
             built = index.install(factory)
-            retriever = DCSRRetriever(document_store=index.store, **towers(model), top_n_sentences=top_n,
-                                      search_params=params, progress_bar=False)
+            retriever = DCSRRetriever(
+                document_store=index.store,
+                **towers(model),
+                top_n_sentences=top_n,
+                search_params=params,
+                progress_bar=False,
+            )
             row, _ = measure(retriever, index.store, questions)
             row.update(dcsr_accuracy(retriever, index.store, questions), **built)
-            row.update(model=name, setting=label(factory, params, top_n), factory=factory, search_params=params,
-                       top_n_sentences=top_n, bytes_per_passage=round(built["index_bytes"] / len(passages)))
+            row.update(
+                model=name,
+                setting=label(factory, params, top_n),
+                factory=factory,
+                search_params=params,
+                top_n_sentences=top_n,
+                bytes_per_passage=round(built["index_bytes"] / len(passages)),
+            )
             row["run"] = RUN
             report["rows"].append(row)
             print(json.dumps(row), flush=True)

@@ -6,6 +6,7 @@ Haystack's InMemoryDocumentStore(use_bm25=True) (a sample, extrapolated: it woul
 
     .venv/bin/python benchmarks/bm25_mining.py          # writes benchmarks/results/bm25_mining.json
 """
+
 import json
 import os
 import random
@@ -20,8 +21,8 @@ from haystack.document_stores import InMemoryDocumentStore  # noqa: E402
 from haystack.nodes import BM25Retriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 
-from trainer.data import squad_to_records  # noqa: E402
-from trainer.mining import bm25_retriever, mine_hard_negatives  # noqa: E402
+from haystack_dcsr.training.data import squad_to_records  # noqa: E402
+from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "squad"
 
@@ -30,8 +31,12 @@ def main() -> None:
     records, train_passages = squad_to_records(DATA / "train-v1.1.json.gz", id_prefix="train-")
     _, dev_passages = squad_to_records(DATA / "dev-v1.1.json.gz", id_prefix="dev-")
     passages = train_passages + dev_passages
-    report = {"command": " ".join([Path(sys.executable).name] + sys.argv), "questions": len(records),
-              "passages": len(passages), "top_k": 30}
+    report = {
+        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "questions": len(records),
+        "passages": len(passages),
+        "top_k": 30,
+    }
 
     start = time.perf_counter()
     retriever = bm25_retriever(passages)

@@ -24,6 +24,7 @@ retriever's vector map) and ``query`` (``FAISSDocumentStore.load``, a new
 query and top-k). The first query is also timed without the saved vector map, i.e. with the full
 SQL scan the retriever does otherwise.
 """
+
 import argparse
 import json
 import os
@@ -65,8 +66,9 @@ def word(i: int) -> str:
 
 
 def real_corpus():
-    from haystack_dcsr import SentencePreprocessor
     from squad_data import load_squad
+
+    from haystack_dcsr import SentencePreprocessor
 
     passages, questions = load_squad(n_questions=1000, seed=0)
     sentences = SentencePreprocessor(progress_bar=False).process(passages)["documents"]
@@ -108,12 +110,17 @@ def write_straight(db: Path, store, docs, vectors: np.ndarray) -> float:
         connection.executemany(
             'INSERT INTO document (id, created_at, updated_at, content, content_type, "index", vector_id) '
             "VALUES (?, ?, ?, ?, 'text', ?, ?)",
-            [(d.id, now, now, json.dumps(d.content), store.index, str(first + i)) for i, d in enumerate(docs)])
+            [(d.id, now, now, json.dumps(d.content), store.index, str(first + i)) for i, d in enumerate(docs)],
+        )
         connection.executemany(
             "INSERT INTO meta_document (id, created_at, updated_at, name, value, document_id, document_index) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(str(uuid.uuid4()), now, now, name, json.dumps(value), d.id, store.index)
-             for d in docs for name, value in d.meta.items()])
+            [
+                (str(uuid.uuid4()), now, now, name, json.dumps(value), d.id, store.index)
+                for d in docs
+                for name, value in d.meta.items()
+            ],
+        )
     return added
 
 
@@ -133,9 +140,14 @@ def build(args) -> dict:
     for doc in sentences:
         per_passage[doc.meta["dcsr"]["passage_id"]] = doc.meta["dcsr"]["count"]
     counts = np.array(list(per_passage.values()))
-    store = FAISSDocumentStore(sql_url=f"sqlite:///{db}", embedding_dim=vectors.shape[1],
-                               faiss_index_factory_str=args.factory, similarity="dot_product",
-                               duplicate_documents="skip", progress_bar=False)
+    store = FAISSDocumentStore(
+        sql_url=f"sqlite:///{db}",
+        embedding_dim=vectors.shape[1],
+        faiss_index_factory_str=args.factory,
+        similarity="dot_product",
+        duplicate_documents="skip",
+        progress_bar=False,
+    )
     n_synthetic = max(0, args.size - len(passages))
     report = {"size": args.size, "real_passages": len(passages), "synthetic_passages": n_synthetic}
     start = time.perf_counter()
@@ -149,8 +161,10 @@ def build(args) -> dict:
         store.train_index(embeddings=sample)
     report["train_s"] = round(time.perf_counter() - start, 1)
     start = time.perf_counter()
-    store.write_documents([Document(content=d.content, id=d.id, meta=d.meta, embedding=v)
-                           for d, v in zip(sentences, vectors)], batch_size=10_000)
+    store.write_documents(
+        [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)],
+        batch_size=10_000,
+    )
     report["real_write_s"] = round(time.perf_counter() - start, 1)
     report["haystack_write_rows_per_s"] = round(len(sentences) / report["real_write_s"])
     written, index_add_s = len(sentences), 0.0
@@ -166,8 +180,13 @@ def build(args) -> dict:
     start = time.perf_counter()
     index_path = workdir / "index.faiss"
     store.save(str(index_path))
-    retriever = DCSRRetriever(document_store=store, query_model=MODEL, progress_bar=False,
-                              top_n_sentences=args.top_n, search_params=args.search_params)
+    retriever = DCSRRetriever(
+        document_store=store,
+        query_model=MODEL,
+        progress_bar=False,
+        top_n_sentences=args.top_n,
+        search_params=args.search_params,
+    )
     retriever.save_index_map(index_path)  # maps the index (one SQL scan) and saves the map beside it
     report["save_and_map_s"] = round(time.perf_counter() - start, 1)
     report["build_peak_rss_gib"] = peak_rss_gib()
@@ -177,10 +196,10 @@ def build(args) -> dict:
 
 def query(args) -> dict:
     from haystack.document_stores import FAISSDocumentStore
+    from squad_data import load_squad
 
     from haystack_dcsr import DCSRRetriever
     from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy
-    from squad_data import load_squad
 
     _, questions = load_squad(n_questions=1000, seed=0)
     index_path = Path(args.workdir) / "index.faiss"
@@ -192,16 +211,25 @@ def query(args) -> dict:
         start = time.perf_counter()
         store = FAISSDocumentStore.load(str(index_path))
         loaded = time.perf_counter()
-        retriever = DCSRRetriever(document_store=store, query_model=MODEL, progress_bar=False,
-                                  top_n_sentences=args.top_n, search_params=args.search_params)
+        retriever = DCSRRetriever(
+            document_store=store,
+            query_model=MODEL,
+            progress_bar=False,
+            top_n_sentences=args.top_n,
+            search_params=args.search_params,
+        )
         ready = time.perf_counter()
         retriever.retrieve(questions[0][0])
         first = time.perf_counter()
     finally:
         if args.without_map:
             hidden.rename(map_path)
-    report = {"store_load_s": round(loaded - start, 2), "retriever_init_s": round(ready - loaded, 2),
-              "first_query_s": round(first - ready, 2), "load_to_first_answer_s": round(first - start, 2)}
+    report = {
+        "store_load_s": round(loaded - start, 2),
+        "retriever_init_s": round(ready - loaded, 2),
+        "first_query_s": round(first - ready, 2),
+        "load_to_first_answer_s": round(first - start, 2),
+    }
     if args.without_map:
         report["peak_rss_gib"] = peak_rss_gib()
         return report
@@ -219,17 +247,36 @@ def query(args) -> dict:
     for begin in range(0, len(texts), 64):
         results.extend(retriever.retrieve_batch(texts[begin : begin + 64], top_k=100))
     ranks = first_hit_ranks([[d.content for d in docs] for docs in results], [a for _, a, _ in questions])
-    report.update(retrieve_ms_p50=round(1000 * float(np.percentile(times, 50)), 2),
-                  retrieve_ms_p95=round(1000 * float(np.percentile(times, 95)), 2),
-                  retrieve_batch_ms_per_query=round(batch_ms, 2), peak_rss_gib=peak_rss_gib(),
-                  **{f"top{k}": round(100 * v, 1) for k, v in top_k_accuracy(ranks, (1, 20, 100)).items()})
+    report.update(
+        retrieve_ms_p50=round(1000 * float(np.percentile(times, 50)), 2),
+        retrieve_ms_p95=round(1000 * float(np.percentile(times, 95)), 2),
+        retrieve_batch_ms_per_query=round(batch_ms, 2),
+        peak_rss_gib=peak_rss_gib(),
+        **{f"top{k}": round(100 * v, 1) for k, v in top_k_accuracy(ranks, (1, 20, 100)).items()},
+    )
     return report
 
 
 def child(step: str, args, size: int, extra=()) -> dict:
-    command = [sys.executable, __file__, "--step", step, "--size", str(size), "--factory", args.factory,
-               "--search-params", json.dumps(args.search_params), "--top-n", str(args.top_n),
-               "--workdir", str(Path(args.workdir) / str(size)), "--train-sample", str(args.train_sample), *extra]
+    command = [
+        sys.executable,
+        __file__,
+        "--step",
+        step,
+        "--size",
+        str(size),
+        "--factory",
+        args.factory,
+        "--search-params",
+        json.dumps(args.search_params),
+        "--top-n",
+        str(args.top_n),
+        "--workdir",
+        str(Path(args.workdir) / str(size)),
+        "--train-sample",
+        str(args.train_sample),
+        *extra,
+    ]
     output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(output.stdout.strip().splitlines()[-1])
 

@@ -11,12 +11,13 @@ batch 32, 256-token passages):
 1. parity: fp32 on the CPU and fp32 on CUDA, dropout off: the per-step losses agree;
 2. precision: bf16 autocast against fp32 on CUDA: the losses agree to bf16 rounding;
 3. gradient cache on CUDA with dropout on: each chunk's re-encoding (with autograd) reproduces
-   the vectors of its gradient-free pass, i.e. the CUDA RNG replay of ``trainer/grad_cache.py``
+   the vectors of its gradient-free pass, i.e. the CUDA RNG replay of ``haystack_dcsr/training/grad_cache.py``
    restores the same dropout masks; a control run with the replay's RNG restore disabled shows
    the gap the check would catch;
 4. speed: seconds per step (median after warm-up), CPU fp32 against CUDA fp32 and bf16, at batch 32
    and 128, and peak GPU memory.
 """
+
 import argparse
 import json
 import os
@@ -35,15 +36,17 @@ import torch  # noqa: E402
 from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
 
 from haystack_dcsr.models import DEFAULT_MODEL, EncoderConfig, resolve_model_path  # noqa: E402
-from trainer.config import TrainConfig  # noqa: E402
-from trainer.data import load_records  # noqa: E402
-from trainer.engine import Trainer  # noqa: E402
+from haystack_dcsr.training.config import TrainConfig  # noqa: E402
+from haystack_dcsr.training.data import load_records  # noqa: E402
+from haystack_dcsr.training.engine import Trainer  # noqa: E402
 
 
 def random_minilm(tokenizer_dir: str, directory: Path, dropout: float, seed: int = 0) -> str:
     """all-MiniLM-L6-v2's architecture and tokenizer, random weights, the CPU runs' geometry."""
     torch.manual_seed(seed)
-    config = BertConfig.from_pretrained(tokenizer_dir, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    config = BertConfig.from_pretrained(
+        tokenizer_dir, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout
+    )
     BertModel(config).save_pretrained(directory)
     AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(directory)
     EncoderConfig(pooling="mean", max_length=256, normalize=True, temperature=0.05).save(directory)
@@ -52,9 +55,20 @@ def random_minilm(tokenizer_dir: str, directory: Path, dropout: float, seed: int
 
 def run(model: str, records, out: Path, steps: int, **overrides) -> Dict:
     """``steps`` training steps; the losses and each step's wall time (synchronised on CUDA)."""
-    values = dict(base_model=model, output_dir=str(out), level="sentence", negatives="+1 in-passage +1 BM25 random",
-                  batch_size=32, max_steps=steps, lr=3e-5, warmup_steps=0, max_passage_len=256,
-                  checkpoint_every=0, log_every=0, seed=42)
+    values = dict(
+        base_model=model,
+        output_dir=str(out),
+        level="sentence",
+        negatives="+1 in-passage +1 BM25 random",
+        batch_size=32,
+        max_steps=steps,
+        lr=3e-5,
+        warmup_steps=0,
+        max_passage_len=256,
+        checkpoint_every=0,
+        log_every=0,
+        seed=42,
+    )
     values.update(overrides)
     trainer = Trainer(TrainConfig(**values), records=records)
     times: List[float] = []
@@ -75,9 +89,13 @@ def run(model: str, records, out: Path, steps: int, **overrides) -> Dict:
         torch.cuda.reset_peak_memory_stats()
     history = trainer.train(resume=False)
     warm = times[2:] or times
-    result = {"device": str(trainer.device), "precision": str(trainer.amp_dtype).replace("torch.", ""),
-              "batch_size": values["batch_size"], "losses": [h["loss"] for h in history],
-              "seconds_per_step": statistics.median(warm)}
+    result = {
+        "device": str(trainer.device),
+        "precision": str(trainer.amp_dtype).replace("torch.", ""),
+        "batch_size": values["batch_size"],
+        "losses": [h["loss"] for h in history],
+        "seconds_per_step": statistics.median(warm),
+    }
     if trainer.device.type == "cuda":
         result["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
     return result
@@ -85,7 +103,7 @@ def run(model: str, records, out: Path, steps: int, **overrides) -> Dict:
 
 def replay_gap(model: str, records, out: Path, steps: int, restore_rng: bool = True) -> float:
     """Largest difference between a chunk's cached vectors and its replayed ones over ``steps``."""
-    from trainer import grad_cache
+    from haystack_dcsr.training import grad_cache
 
     passes: Dict[bool, List[torch.Tensor]] = {False: [], True: []}
     original_run, original_set = grad_cache.CachedPass._run, torch.cuda.set_rng_state
@@ -140,8 +158,13 @@ def main(argv: Optional[List[str]] = None) -> Dict:
         parser.error("no CUDA GPU: this check compares the CPU with a GPU")
     records = load_records(args.records).records[: args.limit]
     tokenizer_dir = resolve_model_path(args.tokenizer)
-    report: Dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cpu_threads": torch.get_num_threads(),
-                    "python": platform.python_version(), "records": len(records)}
+    report: Dict = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "records": len(records),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         still = random_minilm(tokenizer_dir, tmp_path / "minilm_nodropout", dropout=0.0)
@@ -149,25 +172,51 @@ def main(argv: Optional[List[str]] = None) -> Dict:
 
         cpu = run(still, records, tmp_path / "a", args.parity_steps, device="cpu", precision="fp32")
         gpu = run(still, records, tmp_path / "b", args.parity_steps, device="cuda", precision="fp32")
-        report["parity_fp32"] = {"cpu": cpu["losses"], "cuda": gpu["losses"],
-                                 "max_relative_gap": max_relative_gap(gpu["losses"], cpu["losses"])}
+        report["parity_fp32"] = {
+            "cpu": cpu["losses"],
+            "cuda": gpu["losses"],
+            "max_relative_gap": max_relative_gap(gpu["losses"], cpu["losses"]),
+        }
         bf16 = run(still, records, tmp_path / "c", args.parity_steps, device="cuda", precision="bf16")
-        report["bf16_vs_fp32"] = {"bf16": bf16["losses"], "max_relative_gap": max_relative_gap(bf16["losses"], gpu["losses"])}
+        report["bf16_vs_fp32"] = {
+            "bf16": bf16["losses"],
+            "max_relative_gap": max_relative_gap(bf16["losses"], gpu["losses"]),
+        }
 
         report["grad_cache_cuda_dropout"] = {
             "replay_vs_cached_max_abs": replay_gap(noisy, records, tmp_path / "d", args.parity_steps),
-            "control_without_rng_restore_max_abs": replay_gap(noisy, records, tmp_path / "e", args.parity_steps,
-                                                              restore_rng=False)}
+            "control_without_rng_restore_max_abs": replay_gap(
+                noisy, records, tmp_path / "e", args.parity_steps, restore_rng=False
+            ),
+        }
 
         speed = []
         for batch in (32, 128):
             cpu_steps = args.cpu_steps if batch == 32 else 0
             if cpu_steps:
-                speed.append(run(noisy, records, tmp_path / f"s_cpu{batch}", cpu_steps, device="cpu",
-                                 precision="fp32", batch_size=batch))
+                speed.append(
+                    run(
+                        noisy,
+                        records,
+                        tmp_path / f"s_cpu{batch}",
+                        cpu_steps,
+                        device="cpu",
+                        precision="fp32",
+                        batch_size=batch,
+                    )
+                )
             for precision in ("fp32", "bf16"):
-                speed.append(run(noisy, records, tmp_path / f"s_{precision}{batch}", args.gpu_steps, device="cuda",
-                                 precision=precision, batch_size=batch))
+                speed.append(
+                    run(
+                        noisy,
+                        records,
+                        tmp_path / f"s_{precision}{batch}",
+                        args.gpu_steps,
+                        device="cuda",
+                        precision=precision,
+                        batch_size=batch,
+                    )
+                )
         for row in speed:
             row.pop("losses")
         cpu_time = next(r["seconds_per_step"] for r in speed if r["device"] == "cpu")

@@ -18,6 +18,7 @@ passages) and the benchmark's fixed 1,000 dev questions. On whatever device torc
    queries. This is what faiss-gpu's flat index computes; faiss-gpu itself could not be installed
    on the device machine (its wheels need CUDA 12 libraries; the machine has CUDA 13).
 """
+
 import argparse
 import gzip
 import json
@@ -59,8 +60,13 @@ def prepare(out: Path) -> None:
     passages, questions = load_squad(n_questions=1000, seed=0)
     splitter = SentenceSplitter()
     with gzip.open(out, "wt") as handle:
-        json.dump({"passages": [[d.id, [d.content[a:b] for a, b in splitter.spans(d.content)]] for d in passages],
-                   "questions": [[q, answers] for q, answers, _ in questions]}, handle)
+        json.dump(
+            {
+                "passages": [[d.id, [d.content[a:b] for a, b in splitter.spans(d.content)]] for d in passages],
+                "questions": [[q, answers] for q, answers, _ in questions],
+            },
+            handle,
+        )
 
 
 def synchronise():
@@ -69,8 +75,9 @@ def synchronise():
 
 
 def encode_timed(encoder_cls, model: str, passages, precision: str, device: str, batch_size: int):
-    tower = encoder_cls(model, pooling="mean", normalize=True, temperature=0.05, max_length=512, device=device,
-                        precision=precision)
+    tower = encoder_cls(
+        model, pooling="mean", normalize=True, temperature=0.05, max_length=512, device=device, precision=precision
+    )
     tower.model.float()  # the weights travel as fp16: compute in fp32 (autocast decides the rest)
     tower.encode(passages[:64], batch_size=batch_size)  # warm-up: kernels, allocator
     synchronise()
@@ -82,10 +89,19 @@ def encode_timed(encoder_cls, model: str, passages, precision: str, device: str,
     done = time.perf_counter()
     tokens = sum(len(w.input_ids) for w in windows)
     seconds = done - start
-    row = {"precision": precision, "device": device, "batch_windows": batch_size, "passages": len(passages),
-           "sentences": n_rows, "tokens": tokens, "seconds": round(seconds, 2),
-           "tokenise_and_plan_s": round(planned - start, 2), "passages_per_s": round(len(passages) / seconds, 1),
-           "sentences_per_s": round(n_rows / seconds, 1), "tokens_per_s": round(tokens / seconds)}
+    row = {
+        "precision": precision,
+        "device": device,
+        "batch_windows": batch_size,
+        "passages": len(passages),
+        "sentences": n_rows,
+        "tokens": tokens,
+        "seconds": round(seconds, 2),
+        "tokenise_and_plan_s": round(planned - start, 2),
+        "passages_per_s": round(len(passages) / seconds, 1),
+        "sentences_per_s": round(n_rows / seconds, 1),
+        "tokens_per_s": round(tokens / seconds),
+    }
     if device.startswith("cuda"):
         row["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         torch.cuda.reset_peak_memory_stats()
@@ -131,9 +147,14 @@ def search_timings(real: np.ndarray, sizes, device: str):
                     ids.cpu()
                     times.append(time.perf_counter() - start)
                 ms = 1000 * statistics.median(times[2:])
-                row = {"vectors": n, "dtype": str(dtype).split(".")[-1], "batch": batch,
-                       "ms_per_batch": round(ms, 3), "ms_per_query": round(ms / batch, 4),
-                       "index_gib": round(base.numel() * base.element_size() / 2**30, 2)}
+                row = {
+                    "vectors": n,
+                    "dtype": str(dtype).split(".")[-1],
+                    "batch": batch,
+                    "ms_per_batch": round(ms, 3),
+                    "ms_per_query": round(ms / batch, 4),
+                    "index_gib": round(base.numel() * base.element_size() / 2**30, 2),
+                }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
             del base
@@ -159,14 +180,19 @@ def main() -> None:
     passages = [sentences for _, sentences in data["passages"]][: args.limit or None]
     questions = data["questions"]
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    report = {"device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor(),
-              "torch": torch.__version__, "cpu_threads": torch.get_num_threads(), "encoding": [], "accuracy": {}}
-    cpu_row, _, _ = encode_timed(encoder.PassageEncoder, args.model, passages[: args.cpu_sample], "fp32", "cpu", 32)
+    report = {
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "encoding": [],
+        "accuracy": {},
+    }
+    cpu_row, _, _ = encode_timed(encoder.PassageTower, args.model, passages[: args.cpu_sample], "fp32", "cpu", 32)
     report["encoding"].append(cpu_row)
     vectors_by_precision = {}
     for precision in ("fp32", "bf16", "fp16"):
         for batch in (64, 256):
-            row, vectors, tower = encode_timed(encoder.PassageEncoder, args.model, passages, precision, device, batch)
+            row, vectors, tower = encode_timed(encoder.PassageTower, args.model, passages, precision, device, batch)
             row["x_cpu_passages_per_s"] = round(row["passages_per_s"] / cpu_row["passages_per_s"], 1)
             report["encoding"].append(row)
             vectors_by_precision[precision] = (vectors, tower)
@@ -178,8 +204,9 @@ def main() -> None:
     if not args.limit:
         for precision in ("fp32", "bf16"):
             vectors, tower = vectors_by_precision[precision]
-            report["accuracy"][precision] = zero_shot_accuracy(hasans, metrics, tower, vectors, passages, questions,
-                                                               device)
+            report["accuracy"][precision] = zero_shot_accuracy(
+                hasans, metrics, tower, vectors, passages, questions, device
+            )
             print(precision, report["accuracy"][precision], flush=True)
     sizes = [int(n) for n in args.search_sizes.split(",")]
     report["search"] = search_timings(fp32, sizes, device)

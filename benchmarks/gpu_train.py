@@ -13,6 +13,7 @@ Evaluation (``run``): the benchmark's corpus (every SQuAD v1.1 paragraph, senten
 retriever splits it), every dev question, exact top-3,000 sentence search on the GPU and HasAns
 at the tower's temperature: the same ranking as DCSRRetriever over FAISS Flat.
 """
+
 import argparse
 import gzip
 import json
@@ -25,10 +26,23 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_throughput import import_core  # noqa: E402  (the framework-free modules, with or without Haystack)
 
 # The README's CPU recipe: DCSR, mean pooling with the base model's cosine / 0.05, +1 in-passage +1 BM25 random
-RECIPE = dict(level="sentence", negatives="+1 in-passage +1 BM25 random", pooling="mean", normalize=True,
-              temperature=0.05, batch_size=32, lr=3e-5,
-              warmup_steps=20, max_passage_len=256, max_query_len=64, seed=42, log_every=50, checkpoint_every=0,
-              dev_limit=1000, precision="fp32")
+RECIPE = dict(
+    level="sentence",
+    negatives="+1 in-passage +1 BM25 random",
+    pooling="mean",
+    normalize=True,
+    temperature=0.05,
+    batch_size=32,
+    lr=3e-5,
+    warmup_steps=20,
+    max_passage_len=256,
+    max_query_len=64,
+    seed=42,
+    log_every=50,
+    checkpoint_every=0,
+    dev_limit=1000,
+    precision="fp32",
+)
 KS = (1, 5, 20, 100)
 PART = 15 * 2**20
 
@@ -48,8 +62,10 @@ def pack(out: Path) -> None:
                 if name == "dev" and number >= 1000:
                     break
                 r = json.loads(line)
-                handle.write(json.dumps([r["question"], r["answers"], ids(r["positive_ctxs"]),
-                                         ids(r["hard_negative_ctxs"])]) + "\n")
+                handle.write(
+                    json.dumps([r["question"], r["answers"], ids(r["positive_ctxs"]), ids(r["hard_negative_ctxs"])])
+                    + "\n"
+                )
     with gzip.open(out / "corpus.json.gz", "wt") as handle:
         json.dump(corpus, handle)
     questions = [json.loads(line) for line in open("data/squad_dev.jsonl", encoding="utf-8")]
@@ -57,8 +73,14 @@ def pack(out: Path) -> None:
 
     benchmark, sample = load_squad(n_questions=1000, seed=0)  # the benchmark's corpus order and question sample
     with gzip.open(out / "dev_questions.json.gz", "wt") as handle:
-        json.dump({"questions": [[q["question"], q["answers"]] for q in questions],
-                   "order": [d.id for d in benchmark], "sample": [q for q, _, _ in sample]}, handle)
+        json.dump(
+            {
+                "questions": [[q["question"], q["answers"]] for q in questions],
+                "order": [d.id for d in benchmark],
+                "sample": [q for q, _, _ in sample],
+            },
+            handle,
+        )
     print(f"packed {len(corpus)} passages, {len(questions)} dev questions -> {out}")
 
 
@@ -70,9 +92,17 @@ def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
     with gzip.open(data / f"{name}.jsonl.gz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
         for line in lines:
             question, answers, positives, negatives = json.loads(line)
-            handle.write(json.dumps({"question": question, "answers": answers,
-                                     "positive_ctxs": [passage(p) for p in positives],
-                                     "hard_negative_ctxs": [passage(p) for p in negatives]}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "question": question,
+                        "answers": answers,
+                        "positive_ctxs": [passage(p) for p in positives],
+                        "hard_negative_ctxs": [passage(p) for p in negatives],
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -82,7 +112,7 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
     import torch
 
     encoder, hasans, metrics, _ = import_core()
-    passage_tower = encoder.PassageEncoder(str(run_dir / "passage_encoder"), device=device, precision="fp32")
+    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
     query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
     start = time.perf_counter()
     vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
@@ -99,8 +129,11 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
             result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
             ranked.append([texts[p] for p in result.passages[:100]])
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
-    report = {"all_dev": {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()},
-              "questions": len(questions), "encode_corpus_s": round(encoded, 1)}
+    report = {
+        "all_dev": {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()},
+        "questions": len(questions),
+        "encode_corpus_s": round(encoded, 1),
+    }
     if sample is not None:
         sampled = [ranks[i] for i in sample]
         report["dev_1000"] = {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(sampled, KS).items()}
@@ -121,8 +154,10 @@ def export(run_dir: Path, out: Path, name: str) -> None:
             directory = run_dir / tower
             for path in sorted(directory.iterdir()):
                 if path.name == "model.safetensors":
-                    half = {k: v.half().contiguous() if v.is_floating_point() else v
-                            for k, v in load_file(str(path)).items()}
+                    half = {
+                        k: v.half().contiguous() if v.is_floating_point() else v
+                        for k, v in load_file(str(path)).items()
+                    }
                     staged = Path("/tmp") / f"{name}-{tower}.safetensors"
                     save_file(half, str(staged), metadata={"format": "pt"})
                     archive.add(staged, arcname=f"{tower}/model.safetensors")
@@ -154,8 +189,11 @@ def fp32_copy(base: Path, target: Path) -> Path:
 
     shutil.copytree(base, target, dirs_exist_ok=True)
     weights = load_file(str(base / "model.safetensors"))
-    save_file({k: v.float() if v.is_floating_point() else v for k, v in weights.items()},
-              str(target / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        {k: v.float() if v.is_floating_point() else v for k, v in weights.items()},
+        str(target / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     return target
 
 
@@ -164,8 +202,8 @@ def run(args) -> None:
 
     import_core()
     sys.path.insert(0, str(ROOT))
-    from trainer.config import TrainConfig
-    from trainer.engine import Trainer
+    from haystack_dcsr.training.config import TrainConfig
+    from haystack_dcsr.training.engine import Trainer
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     workdir = Path("/tmp/dcsr_gpu")
@@ -185,13 +223,22 @@ def run(args) -> None:
     sample = [first[q] for q in dev["sample"]]
     if args.smoke:  # a quick check of the wiring: a slice of the corpus and questions
         passages, questions, sample = passages[:300], questions[:50], None
-    report = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "torch": torch.__version__,
-              "runs": {}}
+    report = {
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "runs": {},
+    }
     base = fp32_copy(args.base, workdir / "base")
     for spec in args.run:
         name, _, settings = spec.partition(":")
-        values = dict(RECIPE, base_model=str(base), train_file=str(train_file), dev_file=str(dev_file),
-                      output_dir=str(workdir / name), device=device)
+        values = dict(
+            RECIPE,
+            base_model=str(base),
+            train_file=str(train_file),
+            dev_file=str(dev_file),
+            output_dir=str(workdir / name),
+            device=device,
+        )
         recipe_file = workdir / f"{name}.yaml"
         recipe_file.write_text(json.dumps(values))  # JSON is YAML
         config = TrainConfig.from_yaml(recipe_file, [item for item in settings.split(",") if item])
@@ -199,10 +246,13 @@ def run(args) -> None:
         history = Trainer(config).train(resume=False)
         seconds = time.perf_counter() - start
         result, ranks = evaluate(workdir / name / "last", passages, questions, device, sample)
-        result.update(train_s=round(seconds, 1), steps=history[-1]["step"] if history else 0,
-                      first_loss=round(sum(h["loss"] for h in history[:10]) / 10, 4),
-                      last_loss=round(sum(h["loss"] for h in history[-10:]) / 10, 4),
-                      settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")})
+        result.update(
+            train_s=round(seconds, 1),
+            steps=history[-1]["step"] if history else 0,
+            first_loss=round(sum(h["loss"] for h in history[:10]) / 10, 4),
+            last_loss=round(sum(h["loss"] for h in history[-10:]) / 10, 4),
+            settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")},
+        )
         report["runs"][name] = result
         (args.out / f"{name}.first_hits.json").write_text(json.dumps(ranks))
         (args.out / f"{name}.log.jsonl").write_text((workdir / name / "log.jsonl").read_text())

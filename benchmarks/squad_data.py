@@ -1,4 +1,5 @@
 """Open SQuAD for the benchmarks: every v1.1 paragraph as the corpus, dev questions as the test."""
+
 import gzip
 import json
 import random
@@ -12,8 +13,9 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "squad"
 Question = Tuple[str, List[str], str]  # text, answers, gold passage id
 
 
-def load_squad(data_dir: Path = DATA, n_passages: int = 10**9, n_questions: int = 1000,
-               seed: int = 0, keep: Iterable[str] = ()) -> Tuple[List[Document], List[Question]]:
+def load_squad(
+    data_dir: Path = DATA, n_passages: int = 10**9, n_questions: int = 1000, seed: int = 0, keep: Iterable[str] = ()
+) -> Tuple[List[Document], List[Question]]:
     """All paragraphs (ids ``<split>-<article>-<paragraph>``) and a fixed random sample of dev
     questions (all of them when ``n_questions`` is 0 or too large). Quick runs with fewer
     passages keep every gold passage (and the ids in ``keep``) and fill up with a seeded sample
@@ -40,5 +42,11 @@ def load_squad(data_dir: Path = DATA, n_passages: int = 10**9, n_questions: int 
 def faiss_store(path: Path) -> FAISSDocumentStore:
     """The benchmarks' store: FAISS Flat over SQLite at ``path``. ``duplicate_documents="skip"``
     makes a fresh bulk load fast (Haystack's default "overwrite" deletes before each row)."""
-    return FAISSDocumentStore(sql_url=f"sqlite:///{path}", embedding_dim=384, faiss_index_factory_str="Flat",
-                              similarity="dot_product", duplicate_documents="skip", progress_bar=False)
+    return FAISSDocumentStore(
+        sql_url=f"sqlite:///{path}",
+        embedding_dim=384,
+        faiss_index_factory_str="Flat",
+        similarity="dot_product",
+        duplicate_documents="skip",
+        progress_bar=False,
+    )

@@ -16,6 +16,7 @@ paired tests cover every system in the report. Writes JSON, a Markdown table and
     .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
         --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
 """
+
 import argparse
 import hashlib
 import json
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -32,30 +33,27 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
-
-from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
-from haystack_dcsr.fusion import fuse  # noqa: E402
-from haystack_dcsr.hasans import hasans_scores  # noqa: E402
-from haystack_dcsr.metrics import (  # noqa: E402
-    first_hit_ranks,
-    mean_rank,
-    mean_reciprocal_rank,
-    paired_sign_test,
-    pair_hits,
-    query_contrast_accuracy,
-    rank_of_positive,
-    top_k_accuracy,
-    top_k_by_group,
-    top_k_overlap,
-)
-from haystack_dcsr.meq import question_word, words
-from haystack_dcsr.models import resolve_model_path  # noqa: E402
 from plot import accuracy_svg  # noqa: E402
 from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
-KS = (1, 5, 20, 100)
-DEPTH = 100
-Ranked = List[List[Tuple[str, float]]]  # per question: (passage id, score), best first
+from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
+from haystack_dcsr.evaluation import (  # noqa: E402
+    DEPTH,
+    KS,
+    Ranked,
+    fuse_rankings,
+    load_contrast_set,
+    markdown_table,
+    pair_report,
+    paired_report,
+    paired_table,
+    question_word_table,
+    ranking_report,
+    retrieval_report,
+)
+from haystack_dcsr.hasans import score_passages  # noqa: E402
+from haystack_dcsr.models import resolve_model_path  # noqa: E402
+
 DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
 
 
@@ -75,20 +73,29 @@ class System:
             self.retriever = BM25Retriever(document_store=self.store, scale_score=False)
         elif kind == "er":
             self.store = faiss_store(workdir / "er.db")
-            self.retriever = EmbeddingRetriever(embedding_model=resolve_model_path("all-MiniLM-L6-v2"),
-                                                document_store=self.store, use_gpu=False, progress_bar=False,
-                                                model_format="sentence_transformers")
+            self.retriever = EmbeddingRetriever(
+                embedding_model=resolve_model_path("all-MiniLM-L6-v2"),
+                document_store=self.store,
+                use_gpu=False,
+                progress_bar=False,
+                model_format="sentence_transformers",
+            )
             self.store.write_documents(copies(passages))
             self.store.update_embeddings(self.retriever)
         elif kind in ("dcsr-zero", "dcsr", "dpr"):
             self.store = faiss_store(workdir / f"{kind}.db")
             if kind == "dcsr-zero":
-                self.retriever = DCSRRetriever(document_store=self.store, pooling="mean", use_gpu=False,
-                                               progress_bar=False)
+                self.retriever = DCSRRetriever(
+                    document_store=self.store, pooling="mean", use_gpu=False, progress_bar=False
+                )
             else:
-                self.retriever = DCSRRetriever(document_store=self.store, use_gpu=False, progress_bar=False,
-                                               query_model=str(Path(target) / "query_encoder"),
-                                               passage_model=str(Path(target) / "passage_encoder"))
+                self.retriever = DCSRRetriever(
+                    document_store=self.store,
+                    use_gpu=False,
+                    progress_bar=False,
+                    query_model=str(Path(target) / "query_encoder"),
+                    passage_model=str(Path(target) / "passage_encoder"),
+                )
             units = SentencePreprocessor(split_sentences=kind != "dpr", progress_bar=False).process(passages)
             self.store.write_documents(units["documents"])
             self.store.update_embeddings(self.retriever)
@@ -110,14 +117,17 @@ class System:
         fetches every query's top-100 through SQLite (~0.8 s a question here, 2.3 h for SQuAD dev).
         Same query vectors, same index, same order; checked against ``retrieve_batch`` on a sample."""
         if not self._vector_ids:
-            self._vector_ids = {int(d.meta["vector_id"]): d.id
-                                for d in self.store.get_all_documents_generator(return_embedding=False)}
+            self._vector_ids = {
+                int(d.meta["vector_id"]): d.id for d in self.store.get_all_documents_generator(return_embedding=False)
+            }
         index = self.store.faiss_indexes[self.store.index]
         ranked: Ranked = []
         for offset in range(0, len(texts), 256):
             scores, ids = index.search(self.query_vectors(texts[offset : offset + 256]), DEPTH)
-            ranked.extend([(self._vector_ids[int(v)], float(x)) for v, x in zip(row_ids, row_scores) if v != -1]
-                          for row_ids, row_scores in zip(ids, scores))
+            ranked.extend(
+                [(self._vector_ids[int(v)], float(x)) for v, x in zip(row_ids, row_scores) if v != -1]
+                for row_ids, row_scores in zip(ids, scores)
+            )
         sample = texts[:8]
         via_haystack = [[d.id for d in docs] for docs in self.retriever.retrieve_batch(sample, top_k=DEPTH)]
         if via_haystack != [[pid for pid, _ in r] for r in ranked[:8]]:
@@ -146,87 +156,7 @@ class System:
         vectors = self._passage_vectors()
         if self.kind == "er":
             return np.array([float(vectors[c][0] @ query) for c in candidates])
-        sentence_scores = np.concatenate([vectors[c] @ query for c in candidates])
-        keys = np.concatenate([np.full(len(vectors[c]), n) for n, c in enumerate(candidates)])
-        scored = hasans_scores(sentence_scores, keys, self.retriever.hasans_temperature)
-        out = np.full(len(candidates), -np.inf)
-        out[scored.passages] = -scored.log_none
-        return out
-
-
-def ranking_metrics(system: System, ranking: List[Dict], pairs: List[Dict]) -> Dict:
-    """MR and MRR of the gold passage among its 50 candidates, for q and for q'; and the share of
-    q closer to a paraphrase q+ than to its MEQ q- (pairs that have a q+; dense systems only)."""
-    out: Dict = {}
-    for role in ("q", "meq"):
-        rows = [r for r in ranking if r["role"] == role]
-        ranks = [rank_of_positive(system.score_candidates(r["question"], r["candidates"])) for r in rows]
-        out[f"ranking_{role}"] = {"MR": mean_rank(ranks), "MRR": mean_reciprocal_rank(ranks), "n": len(ranks)}
-    with_paraphrase = [p for p in pairs if p.get("paraphrase")]
-    if system.kind != "bm25" and with_paraphrase:
-        q = system.query_vectors([p["question"] for p in with_paraphrase])
-        positive = system.query_vectors([p["paraphrase"] for p in with_paraphrase])
-        negative = system.query_vectors([p["meq"] for p in with_paraphrase])
-        out["query_contrast"] = {"accuracy": query_contrast_accuracy((q * positive).sum(1), (q * negative).sum(1)),
-                                 "n": len(with_paraphrase)}
-    return out
-
-
-def pair_metrics(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, str]) -> Dict:
-    """Retrieval over the whole corpus for both questions of each pair: hit@k of q, of q', of both,
-    and the overlap of their top-k passages."""
-    first = {}
-    for role, key, answers in (("q", "question", "answers"), ("meq", "meq", "meq_answers")):
-        first[role] = first_hit_ranks([[texts[pid] for pid, _ in ranked_of[p[key]]] for p in pairs],
-                                      [p[answers] for p in pairs])
-    hits = pair_hits(first["q"], first["meq"], KS)
-    return {"hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
-            "overlap": {str(k): top_k_overlap([[pid for pid, _ in ranked_of[p["question"]]] for p in pairs],
-                                              [[pid for pid, _ in ranked_of[p["meq"]]] for p in pairs], k)
-                        for k in (5, 20, 100)}}
-
-
-def hybrid(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
-    """weight * dense score + (1 - weight) * min-max scaled BM25 score, per question, over the union
-    of both top lists (``haystack_dcsr.fusion.fuse``, as the ``HybridJoin`` node does). HasAns is a
-    probability and is used as is; dense scores outside [0, 1] are min-max scaled too. The weight is
-    fixed, not tuned on test."""
-    return [fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[not _is_probability(d), True])
-            for d, s in zip(dense, sparse)]
-
-
-def _is_probability(ranked) -> bool:
-    return all(0.0 <= score <= 1.0 for _, score in ranked)
-
-
-def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List[Dict]]:
-    if not (directory / "pairs.jsonl").is_file():
-        print(f"no contrast set in {directory}: MEQ metrics skipped", flush=True)
-        return [], []
-    read = lambda name: [json.loads(line) for line in (directory / name).read_text().splitlines() if line.strip()]  # noqa: E731
-    pairs, ranking = read("pairs.jsonl"), read("ranking.jsonl")
-    if limit:
-        pairs = pairs[:limit]
-        ranking = [row for row in ranking if row["pair"] < limit]
-    return pairs, ranking
-
-
-WH_GROUPS = {"what": "what", "which": "which", "who": "who", "whom": "who", "whose": "who", "when": "when",
-             "where": "where", "why": "why", "how": "how"}
-
-
-def question_group(question: str) -> str:
-    """The question's wh-word (who/whom/whose together), ``other`` for questions without one."""
-    return WH_GROUPS.get(question_word(words(question)) or "", "other")
-
-
-def evaluate(ranked: Ranked, questions, texts: Dict[str, str]) -> Dict:
-    ranks = first_hit_ranks([[texts[pid] for pid, _ in r] for r in ranked], [a for _, a, _ in questions])
-    grouped = top_k_by_group(ranks, [question_group(q) for q, _, _ in questions], KS)
-    return {"top_k": {str(k): v for k, v in top_k_accuracy(ranks, KS).items()},
-            "by_question_word": {g: {"n": v["n"], "top_k": {str(k): a for k, a in v["top_k"].items()}}
-                                 for g, v in grouped.items()},
-            "ranks": ranks}
+        return score_passages(query, [vectors[c] for c in candidates], self.retriever.hasans_temperature)
 
 
 def main() -> None:
@@ -236,14 +166,20 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=10**9, help="corpus size (default: all 20,963)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--system", action="append", help="NAME=KIND[:DIR] (repeatable); see the module doc")
-    parser.add_argument("--contrast-set", type=Path, default=Path("data/meq_dev"),
-                        help="output of `python -m trainer build-contrast-set` (skipped when missing)")
+    parser.add_argument(
+        "--contrast-set",
+        type=Path,
+        default=Path("data/meq_dev"),
+        help="output of `python -m haystack_dcsr.training build-contrast-set` (skipped when missing)",
+    )
     parser.add_argument("--contrast-limit", type=int, default=0, help="first N pairs only (quick runs)")
     parser.add_argument("--workdir", type=Path, default=Path("benchmarks/cache/squad_open"))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/squad_open.json"))
     args = parser.parse_args()
 
     pairs, ranking = load_contrast_set(args.contrast_set, args.contrast_limit)
+    if not pairs:
+        print(f"no contrast set in {args.contrast_set}: MEQ metrics skipped", flush=True)
     needed = {pid for row in ranking for pid in row["candidates"]} | {p[g] for p in pairs for g in ("gold", "meq_gold")}
     passages, questions = load_squad(args.data, args.passages, args.questions, args.seed, keep=needed)
     texts = {d.id: d.content for d in passages}
@@ -254,8 +190,9 @@ def main() -> None:
     first_hits: Dict[str, List[int]] = json.loads(ranks_file.read_text()) if ranks_file.is_file() else {}
     if report.get("fingerprint") != fingerprint:
         report, first_hits = {"fingerprint": fingerprint, "systems": {}}, {}
-    report.update(command=" ".join([Path(sys.executable).name] + sys.argv), passages=len(passages),
-                  questions=len(questions))
+    report.update(
+        command=" ".join([Path(sys.executable).name] + sys.argv), passages=len(passages), questions=len(questions)
+    )
     contrast_questions = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
     report["contrast_set"] = {"path": str(args.contrast_set), "pairs": len(pairs)} if pairs else None
     rankings: Dict[str, Ranked] = {}
@@ -272,8 +209,8 @@ def main() -> None:
         elif kind == "hybrid":
             dense, sparse = target.split("+")
             start = time.perf_counter()
-            rankings[name] = hybrid(rankings[dense], rankings[sparse])
-            contrast_rankings[name] = hybrid(contrast_rankings[dense], contrast_rankings[sparse])
+            rankings[name] = fuse_rankings(rankings[dense], rankings[sparse])
+            contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse])
             timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)
@@ -286,75 +223,52 @@ def main() -> None:
                 timing["query_ms_per_question"] = 1000 * (time.perf_counter() - start) / max(len(questions), 1)
                 start = time.perf_counter()
                 contrast_rankings[name] = system.answer(contrast_questions) if pairs else []
-                ranking_result = ranking_metrics(system, ranking, pairs) if pairs else {}
+                embed = system.query_vectors if kind != "bm25" else None
+                ranking_result = ranking_report(system.score_candidates, ranking, pairs, embed) if pairs else {}
                 timing["contrast_s"] = time.perf_counter() - start
                 del system
-            cache.write_text(json.dumps({"spec": spec, "ranked": rankings[name], "timing": timing,
-                                         "contrast_ranked": contrast_rankings[name], "ranking": ranking_result}))
-        scored = evaluate(rankings[name], questions, texts)
+            cache.write_text(
+                json.dumps(
+                    {
+                        "spec": spec,
+                        "ranked": rankings[name],
+                        "timing": timing,
+                        "contrast_ranked": contrast_rankings[name],
+                        "ranking": ranking_result,
+                    }
+                )
+            )
+        scored = retrieval_report(rankings[name], questions, texts)
         first_hits[name] = scored["ranks"]
-        result = {"spec": spec, "timing": timing, "top_k": scored["top_k"], "by_question_word": scored["by_question_word"]}
+        result = {
+            "spec": spec,
+            "timing": timing,
+            "top_k": scored["top_k"],
+            "by_question_word": scored["by_question_word"],
+        }
         if pairs:
-            result["contrast"] = {**ranking_result, **pair_metrics(
-                dict(zip(contrast_questions, contrast_rankings[name])), pairs, texts)}
+            result["contrast"] = {
+                **ranking_result,
+                **pair_report(dict(zip(contrast_questions, contrast_rankings[name])), pairs, texts),
+            }
         report["systems"][name] = result
         print(f"{name}: {json.dumps(result)}", flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
         ranks_file.write_text(json.dumps(first_hits))
     names = [name for name in report["systems"] if name in first_hits]
-    report["paired"] = {f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
-                        for i, a in enumerate(names) for b in names[i + 1:]}
+    report["paired"] = paired_report(first_hits, names)
     args.out.write_text(json.dumps(report, indent=1))
     table = markdown_table(report) + "\n\n" + question_word_table(report) + "\n\n" + paired_table(report)
     args.out.with_suffix(".md").write_text(table + "\n")
-    args.out.with_suffix(".svg").write_text(accuracy_svg(
-        {name: [100 * r["top_k"][str(k)] for k in KS] for name, r in report["systems"].items()}, KS,
-        title=f"SQuAD-open, {report['questions']} dev questions, {report['passages']} passages"))
+    args.out.with_suffix(".svg").write_text(
+        accuracy_svg(
+            {name: [100 * r["top_k"][str(k)] for k in KS] for name, r in report["systems"].items()},
+            KS,
+            title=f"SQuAD-open, {report['questions']} dev questions, {report['passages']} passages",
+        )
+    )
     print(table)
-
-
-def markdown_table(report: Dict) -> str:
-    lines = ["| system | top-1 | top-5 | top-20 | top-100 | MEQ ranking MRR q / q' | MEQ ranking MR q / q' "
-             "| MEQ hit@20 q / q' / both | MEQ top-20 overlap | sim(q,q+) > sim(q,q-) | index (s) | query (ms/q) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, r in report["systems"].items():
-        top = " | ".join(f"{100 * r['top_k'][str(k)]:.1f}" for k in KS)
-        c, t = r.get("contrast", {}), r["timing"]
-        mrr = (f"{c['ranking_q']['MRR']:.3f} / {c['ranking_meq']['MRR']:.3f}" if "ranking_q" in c else "-")
-        mr = (f"{c['ranking_q']['MR']:.2f} / {c['ranking_meq']['MR']:.2f}" if "ranking_q" in c else "-")
-        hits = (" / ".join(f"{100 * c['hits'][role]['20']:.1f}" for role in ("q", "meq", "both"))
-                if "hits" in c else "-")
-        overlap = f"{100 * c['overlap']['20']:.1f}" if "overlap" in c else "-"
-        contrast = f"{100 * c['query_contrast']['accuracy']:.1f}" if "query_contrast" in c else "-"
-        index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
-        query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
-        lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
-    return "\n".join(lines)
-
-
-def paired_table(report: Dict) -> str:
-    """Every pair of systems: questions only A / only B gets in the top k, and McNemar's p."""
-    lines = ["| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |", "|---|---|---|"]
-    for pair, by_k in report.get("paired", {}).items():
-        cells = [f"{t['a_only']} / {t['b_only']} ({t['p_value']:.2g})" for t in (by_k["1"], by_k["20"])]
-        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def question_word_table(report: Dict) -> str:
-    """top-1 / top-20 per question word, one column per word (largest groups first)."""
-    systems = [(name, r["by_question_word"]) for name, r in report["systems"].items() if "by_question_word" in r]
-    if not systems:
-        return ""
-    sizes = systems[0][1]
-    groups = sorted(sizes, key=lambda g: (g == "other", -sizes[g]["n"]))
-    lines = ["| top-1 / top-20 by question word | " + " | ".join(f"{g} ({sizes[g]['n']})" for g in groups) + " |",
-             "|---|" + "---|" * len(groups)]
-    for name, by in systems:
-        cells = [f"{100 * by[g]['top_k']['1']:.1f} / {100 * by[g]['top_k']['20']:.1f}" for g in groups]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
       *)           config=$m; extra=() ;;
     esac
-    .venv/bin/python -m trainer train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
+    .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
       --set output_dir="runs/cpu_${m}"
   done
 done

@@ -3,6 +3,7 @@ benchmarks/results/training/, writes a summary JSON and an SVG of the (10-step m
 
     .venv/bin/python benchmarks/training_curves.py DCSR=runs/cpu_dcsr DPR=runs/cpu_dpr
 """
+
 import json
 import shutil
 import sys
@@ -14,8 +15,10 @@ OUT = Path("benchmarks/results/training")
 
 
 def moving_average(values, window: int = 10):
-    return [sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
-            for i in range(len(values))]
+    return [
+        sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+        for i in range(len(values))
+    ]
 
 
 def main(specs) -> None:
@@ -28,12 +31,23 @@ def main(specs) -> None:
         shutil.copy(Path(run) / "log.jsonl", OUT / f"{name.lower()}.log.jsonl")
         losses = [r["loss"] for r in steps]
         curves[name] = ([r["step"] for r in steps], moving_average(losses))
-        summary[name] = {"run": run, "steps": len(steps), "loss_first_10": sum(losses[:10]) / 10,
-                         "loss_last_10": sum(losses[-10:]) / 10,
-                         "validation": [r for r in lines if any(k.startswith("dev_") for k in r)]}
+        summary[name] = {
+            "run": run,
+            "steps": len(steps),
+            "loss_first_10": sum(losses[:10]) / 10,
+            "loss_last_10": sum(losses[-10:]) / 10,
+            "validation": [r for r in lines if any(k.startswith("dev_") for k in r)],
+        }
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1))
-    (OUT / "loss.svg").write_text(line_chart(curves, title="Training loss (QP, 10-step moving average)",
-                                             x_label="step (32 questions each)", y_label="loss", markers=False))
+    (OUT / "loss.svg").write_text(
+        line_chart(
+            curves,
+            title="Training loss (QP, 10-step moving average)",
+            x_label="step (32 questions each)",
+            y_label="loss",
+            markers=False,
+        )
+    )
     print(json.dumps(summary, indent=1))
 
 

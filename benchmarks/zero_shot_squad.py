@@ -9,6 +9,7 @@ and the same store settings; DCSR uses mean pooling (its marker is untrained) an
 
 Prints a table and writes benchmarks/results/zero_shot_squad.json.
 """
+
 import argparse
 import json
 import os
@@ -24,11 +25,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from haystack.nodes import EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
+from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
 from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
-from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 KS = (1, 5, 20, 100)
 
@@ -53,8 +54,10 @@ def measure_queries(retriever, store, questions, top_k: int, batch: int):
     ranks = first_hit_ranks([[d.content for d in docs] for docs in results], [a for _, a, _ in questions])
     ms = lambda xs, q: 1000 * float(np.percentile(xs, q))  # noqa: E731
     return {
-        "retrieve_ms_median": ms(single, 50), "retrieve_ms_p95": ms(single, 95),
-        "retrieve_batch_ms_median": ms(batched, 50), "retrieve_batch_ms_p95": ms(batched, 95),
+        "retrieve_ms_median": ms(single, 50),
+        "retrieve_ms_p95": ms(single, 95),
+        "retrieve_batch_ms_median": ms(batched, 50),
+        "retrieve_batch_ms_p95": ms(batched, 95),
         "retrieve_batch_ms_per_query": 1000 * sum(batched) / len(texts),
         "top_k": {str(k): v for k, v in top_k_accuracy(ranks, KS).items()},
     }
@@ -62,12 +65,24 @@ def measure_queries(retriever, store, questions, top_k: int, batch: int):
 
 def index_er_batch_size_8(report, passages, model, workdir: Path) -> None:
     store = faiss_store(workdir / "embedding_bs8.db")
-    retriever = EmbeddingRetriever(embedding_model=model, document_store=store, use_gpu=False, progress_bar=False,
-                                   model_format="sentence_transformers", batch_size=8)
-    _, write_s = timed(store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages])
+    retriever = EmbeddingRetriever(
+        embedding_model=model,
+        document_store=store,
+        use_gpu=False,
+        progress_bar=False,
+        model_format="sentence_transformers",
+        batch_size=8,
+    )
+    _, write_s = timed(
+        store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
+    )
     _, embed_s = timed(store.update_embeddings, retriever)
-    report["embedding_retriever_batch_size_8"] = {"index_s": write_s + embed_s, "write_s": write_s, "embed_s": embed_s,
-                                                  "passages_per_s": len(passages) / (write_s + embed_s)}
+    report["embedding_retriever_batch_size_8"] = {
+        "index_s": write_s + embed_s,
+        "write_s": write_s,
+        "embed_s": embed_s,
+        "passages_per_s": len(passages) / (write_s + embed_s),
+    }
     print(f"EmbeddingRetriever(batch_size=8) indexed in {write_s + embed_s:.0f}s", flush=True)
     del retriever, store
 
@@ -89,19 +104,36 @@ def main() -> None:
     shutil.rmtree(args.workdir, ignore_errors=True)
     args.workdir.mkdir(parents=True)
     model = resolve_model_path("all-MiniLM-L6-v2")
-    report = {"command": " ".join([Path(sys.executable).name] + sys.argv), "passages": len(passages),
-              "questions": len(questions), "torch_threads": torch.get_num_threads(), "systems": {}}
+    report = {
+        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "passages": len(passages),
+        "questions": len(questions),
+        "torch_threads": torch.get_num_threads(),
+        "systems": {},
+    }
     print(f"{len(passages)} passages, {len(questions)} questions, {torch.get_num_threads()} torch threads", flush=True)
 
     # Haystack EmbeddingRetriever: one vector per passage
     store = faiss_store(args.workdir / "embedding.db")
-    retriever = EmbeddingRetriever(embedding_model=model, document_store=store, use_gpu=False, progress_bar=False,
-                                   model_format="sentence_transformers")
-    _, write_s = timed(store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages])
+    retriever = EmbeddingRetriever(
+        embedding_model=model,
+        document_store=store,
+        use_gpu=False,
+        progress_bar=False,
+        model_format="sentence_transformers",
+    )
+    _, write_s = timed(
+        store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
+    )
     _, embed_s = timed(store.update_embeddings, retriever)
     index_s = write_s + embed_s
-    result = {"index_s": index_s, "write_s": write_s, "embed_s": embed_s, "passages_per_s": len(passages) / index_s,
-              "vectors": store.get_embedding_count()}
+    result = {
+        "index_s": index_s,
+        "write_s": write_s,
+        "embed_s": embed_s,
+        "passages_per_s": len(passages) / index_s,
+        "vectors": store.get_embedding_count(),
+    }
     print(f"EmbeddingRetriever indexed in {index_s:.0f}s", flush=True)
     result.update(measure_queries(retriever, store, questions, max(KS), args.batch))
     report["systems"]["EmbeddingRetriever"] = result
@@ -114,16 +146,28 @@ def main() -> None:
 
     # DCSR: one vector per sentence, passages encoded whole, HasAns
     store = faiss_store(args.workdir / "dcsr.db")
-    retriever = DCSRRetriever(document_store=store, query_model=model, pooling="mean",
-                              top_n_sentences=args.top_n_sentences, use_gpu=False, progress_bar=False)
+    retriever = DCSRRetriever(
+        document_store=store,
+        query_model=model,
+        pooling="mean",
+        top_n_sentences=args.top_n_sentences,
+        use_gpu=False,
+        progress_bar=False,
+    )
     splitter = SentencePreprocessor(progress_bar=False)
     sentences, split_s = timed(lambda: splitter.process(passages)["documents"])
     _, write_s = timed(store.write_documents, sentences)
     _, embed_s = timed(store.update_embeddings, retriever)
     index_s = split_s + write_s + embed_s
-    result = {"index_s": index_s, "split_s": split_s, "write_s": write_s, "embed_s": embed_s,
-              "passages_per_s": len(passages) / index_s, "vectors": store.get_embedding_count(),
-              "sentences_per_passage": len(sentences) / len(passages)}
+    result = {
+        "index_s": index_s,
+        "split_s": split_s,
+        "write_s": write_s,
+        "embed_s": embed_s,
+        "passages_per_s": len(passages) / index_s,
+        "vectors": store.get_embedding_count(),
+        "sentences_per_passage": len(sentences) / len(passages),
+    }
     print(f"DCSR indexed in {index_s:.0f}s", flush=True)
     result.update(measure_queries(retriever, store, questions, max(KS), args.batch))
     report["systems"]["DCSR (zero-shot, mean pooling)"] = result
@@ -147,19 +191,28 @@ def main() -> None:
 
 
 def markdown_table(report) -> str:
-    lines = ["| system | passages/s (index) | retrieve ms median / p95 | retrieve_batch ms median / p95 (per batch) "
-             "| top-1 | top-5 | top-20 | top-100 |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| system | passages/s (index) | retrieve ms median / p95 | retrieve_batch ms median / p95 (per batch) "
+        "| top-1 | top-5 | top-20 | top-100 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in report["systems"].items():
         top = " | ".join(f"{100 * r['top_k'][str(k)]:.1f}" for k in KS)
-        lines.append(f"| {name} | {r['passages_per_s']:.1f} | {r['retrieve_ms_median']:.1f} / {r['retrieve_ms_p95']:.1f} "
-                     f"| {r['retrieve_batch_ms_median']:.0f} / {r['retrieve_batch_ms_p95']:.0f} | {top} |")
+        lines.append(
+            f"| {name} | {r['passages_per_s']:.1f} | {r['retrieve_ms_median']:.1f} / {r['retrieve_ms_p95']:.1f} "
+            f"| {r['retrieve_batch_ms_median']:.0f} / {r['retrieve_batch_ms_p95']:.0f} | {top} |"
+        )
     ratios = report["ratios"]
     if "embedding_retriever_batch_size_8" in report:
-        lines.append(f"\nEmbeddingRetriever(batch_size=8) indexing: "
-                     f"{report['embedding_retriever_batch_size_8']['passages_per_s']:.1f} passages/s")
-    lines.append(f"\nDCSR / EmbeddingRetriever: indexing speed {ratios['indexing_speed_dcsr_over_er']:.2f}x, "
-                 f"retrieve latency {ratios['retrieve_latency_dcsr_over_er']:.2f}x, "
-                 f"retrieve_batch latency {ratios['retrieve_batch_latency_dcsr_over_er']:.2f}x")
+        lines.append(
+            f"\nEmbeddingRetriever(batch_size=8) indexing: "
+            f"{report['embedding_retriever_batch_size_8']['passages_per_s']:.1f} passages/s"
+        )
+    lines.append(
+        f"\nDCSR / EmbeddingRetriever: indexing speed {ratios['indexing_speed_dcsr_over_er']:.2f}x, "
+        f"retrieve latency {ratios['retrieve_latency_dcsr_over_er']:.2f}x, "
+        f"retrieve_batch latency {ratios['retrieve_batch_latency_dcsr_over_er']:.2f}x"
+    )
     return "\n".join(lines)
 
 

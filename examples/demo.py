@@ -4,6 +4,7 @@ Runs offline on the embedded defaults (FAISS + SQLite, all-MiniLM-L6-v2 zero-sho
 
     make demo            # or: python examples/demo.py [--workdir DIR]
 """
+
 import argparse
 import logging
 import os
@@ -48,11 +49,13 @@ def main() -> None:
     indexing.run(file_paths=files, meta=[{"name": f.stem} for f in files])
     store = indexing.get_document_store()
     store.save(workdir / "dcsr.faiss")
-    print(f"Indexed {len(files)} articles as {store.get_document_count()} sentence vectors in {workdir}: each passage "
-          "(a paragraph) encoded whole, one vector per sentence.\n"
-          "Each answer below is a passage ranked by HasAns = 1 - prod(1 - p_i), the probability that one of its "
-          "retrieved sentences holds the answer; the line shown is its best supporting sentence, not the whole "
-          "passage.\n")
+    print(
+        f"Indexed {len(files)} articles as {store.get_document_count()} sentence vectors in {workdir}: each passage "
+        "(a paragraph) encoded whole, one vector per sentence.\n"
+        "Each answer below is a passage ranked by HasAns = 1 - prod(1 - p_i), the probability that one of its "
+        "retrieved sentences holds the answer; the line shown is its best supporting sentence, not the whole "
+        "passage.\n"
+    )
 
     del os.environ["DOCUMENTSTORE_PARAMS_SQL_URL"]
     os.environ["DOCUMENTSTORE_PARAMS_FAISS_INDEX_PATH"] = str(workdir / "dcsr.faiss")
@@ -62,13 +65,17 @@ def main() -> None:
         print(f"Q: {question}")
         for rank, passage in enumerate(passages, 1):
             best = passage.meta["dcsr_sentences"][0]
-            print(f"  {rank}. HasAns={passage.score:.3f}  [{passage.meta['name']}, {len(passage.content)} chars] "
-                  f"best sentence (p={best['probability']:.2f}): {best['text']}")
+            print(
+                f"  {rank}. HasAns={passage.score:.3f}  [{passage.meta['name']}, {len(passage.content)} chars] "
+                f"best sentence (p={best['probability']:.2f}): {best['text']}"
+            )
         right = [rank for rank, passage in enumerate(passages, 1) if answer in passage.content]
         if right != [1]:
             where = f"ranked {right[0]}" if right else "not in the top 2"
-            print(f"  (the passage that answers it, '{answer}', is {where}: a zero-shot model's miss; the README's "
-                  "Results show how much fine-tuning recovers)")
+            print(
+                f"  (the passage that answers it, '{answer}', is {where}: a zero-shot model's miss; the README's "
+                "Results show how much fine-tuning recovers)"
+            )
         print()
 
 

@@ -1,31 +1,53 @@
-"""haystack-dcsr: sentence-aware dense retrieval (DCSR) and MEQ-aware query encoders for Haystack 1.x.
+"""haystack-dcsr: sentence-aware dense retrieval (DCSR) and MEQ-aware query encoders for Haystack.
 
-Importing the package registers its nodes with Haystack, so YAML pipelines can name them
-(``type: DCSRRetriever``, ``type: SentencePreprocessor``, ``type: QueryEncoder``, ``type: HybridJoin``,
-``type: SparseBM25DocumentStore``).
+The core (``DCSRModel``, towers, splitting, HasAns, fusion, metrics) imports no Haystack. With
+Haystack 1.x (``farm-haystack``) installed, importing the package also registers its 1.x nodes, so
+YAML pipelines can name them (``type: DCSRRetriever``, ``type: SentencePreprocessor``,
+``type: QueryEncoder``, ``type: HybridJoin``, ``type: SparseBM25DocumentStore``). With Haystack 2.x
+(``haystack-ai``) the components live in ``haystack_dcsr.haystack2``.
 """
-from haystack_dcsr.bm25 import SparseBM25DocumentStore
+
+from importlib import metadata
+
+from haystack_dcsr.dcsr_model import DCSRModel, DCSRSettings
 from haystack_dcsr.hasans import hasans_scores, sentence_probabilities
-from haystack_dcsr.hybrid import HybridJoin
 from haystack_dcsr.index_presets import INDEX_PRESETS, IndexPreset
-from haystack_dcsr.pipelines import load_pipeline, save_pipeline
-from haystack_dcsr.preprocessor import SentencePreprocessor
-from haystack_dcsr.query_encoder import QueryEncoder
-from haystack_dcsr.retriever import DCSRRetriever
 from haystack_dcsr.splitting import SentenceSplitter
 
 __all__ = [
-    "DCSRRetriever",
-    "HybridJoin",
+    "DCSRModel",
+    "DCSRSettings",
     "INDEX_PRESETS",
     "IndexPreset",
-    "QueryEncoder",
-    "SentencePreprocessor",
     "SentenceSplitter",
-    "SparseBM25DocumentStore",
     "hasans_scores",
-    "load_pipeline",
-    "save_pipeline",
     "sentence_probabilities",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def _haystack_1_installed() -> bool:
+    try:
+        metadata.version("farm-haystack")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+if _haystack_1_installed():
+    from haystack_dcsr.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.hybrid import HybridJoin
+    from haystack_dcsr.pipelines import load_pipeline, save_pipeline
+    from haystack_dcsr.preprocessor import SentencePreprocessor
+    from haystack_dcsr.query_encoder import QueryEncoder
+    from haystack_dcsr.retriever import DCSRRetriever
+
+    __all__ += [
+        "DCSRRetriever",
+        "HybridJoin",
+        "QueryEncoder",
+        "SentencePreprocessor",
+        "SparseBM25DocumentStore",
+        "load_pipeline",
+        "save_pipeline",
+    ]

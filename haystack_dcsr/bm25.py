@@ -7,6 +7,7 @@ holds the corpus as a sparse BM25 weight matrix: a batch of queries is one spars
 top-k partition. Scores follow Lucene/Elasticsearch BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df +
 0.5) / (df + 0.5))), so it is a stand-in for ``ElasticsearchDocumentStore`` when no server runs.
 """
+
 import copy
 import logging
 from typing import Dict, List, Optional, Union
@@ -70,11 +71,24 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
     :param query_batch_size: queries scored together; memory is query_batch_size x documents floats.
     """
 
-    def __init__(self, index: str = "document", k1: float = 1.2, b: float = 0.75, query_batch_size: int = 512,
-                 duplicate_documents: str = "overwrite", progress_bar: bool = True,
-                 bm25_tokenization_regex: str = r"(?u)\b\w\w+\b"):
-        super().__init__(index=index, use_bm25=True, duplicate_documents=duplicate_documents, progress_bar=progress_bar,
-                         bm25_tokenization_regex=bm25_tokenization_regex, use_gpu=False)
+    def __init__(
+        self,
+        index: str = "document",
+        k1: float = 1.2,
+        b: float = 0.75,
+        query_batch_size: int = 512,
+        duplicate_documents: str = "overwrite",
+        progress_bar: bool = True,
+        bm25_tokenization_regex: str = r"(?u)\b\w\w+\b",
+    ):
+        super().__init__(
+            index=index,
+            use_bm25=True,
+            duplicate_documents=duplicate_documents,
+            progress_bar=progress_bar,
+            bm25_tokenization_regex=bm25_tokenization_regex,
+            use_gpu=False,
+        )
         self.k1, self.b, self.query_batch_size = k1, b, query_batch_size
         self._sparse: Dict[str, _SparseIndex] = {}
 
@@ -84,19 +98,34 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
         self._sparse[index] = _SparseIndex(documents, self.bm25_tokenization_regex, self.k1, self.b)
         self.bm25[index] = self._sparse[index]  # marks the index as BM25-ready for Haystack's own checks
 
-    def query(self, query: Optional[str], filters: Optional[FilterType] = None, top_k: int = 10,
-              custom_query: Optional[str] = None, index: Optional[str] = None,
-              headers: Optional[Dict[str, str]] = None, all_terms_must_match: bool = False,
-              scale_score: bool = True) -> List[Document]:
+    def query(
+        self,
+        query: Optional[str],
+        filters: Optional[FilterType] = None,
+        top_k: int = 10,
+        custom_query: Optional[str] = None,
+        index: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+        all_terms_must_match: bool = False,
+        scale_score: bool = True,
+    ) -> List[Document]:
         if query is None:
             return []
-        return self.query_batch([query], filters, top_k, custom_query, index, headers, all_terms_must_match,
-                                scale_score)[0]
+        return self.query_batch(
+            [query], filters, top_k, custom_query, index, headers, all_terms_must_match, scale_score
+        )[0]
 
-    def query_batch(self, queries: List[str], filters: Optional[Union[FilterType, List[Optional[FilterType]]]] = None,
-                    top_k: int = 10, custom_query: Optional[str] = None, index: Optional[str] = None,
-                    headers: Optional[Dict[str, str]] = None, all_terms_must_match: bool = False,
-                    scale_score: bool = True) -> List[List[Document]]:
+    def query_batch(
+        self,
+        queries: List[str],
+        filters: Optional[Union[FilterType, List[Optional[FilterType]]]] = None,
+        top_k: int = 10,
+        custom_query: Optional[str] = None,
+        index: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+        all_terms_must_match: bool = False,
+        scale_score: bool = True,
+    ) -> List[List[Document]]:
         index = index or self.index
         if index not in self._sparse:
             raise DocumentStoreError(f"No BM25 index for {index!r}: write documents first")

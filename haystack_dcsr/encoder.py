@@ -5,6 +5,7 @@ Both towers reduce to one operation: run the model over *windows* (token sequenc
 pooling, mean pooling over a sentence's tokens, and [CLS]/marker query pooling are all segments,
 so one differentiable routine (``Tower.forward``) serves inference and the trainer alike.
 """
+
 import dataclasses
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
@@ -53,8 +54,9 @@ class Tower:
         use_gpu: bool = True,
         precision: str = "auto",
     ):
-        overrides = dict(pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature,
-                         level=level)
+        overrides = dict(
+            pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level
+        )
         self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides)
         self.model_name_or_path = model_name_or_path
         self.device = pick_device(device, use_gpu)
@@ -138,12 +140,16 @@ class Tower:
         output = np.zeros((n_rows, self.dim), dtype=np.float32)
         order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids), reverse=True)
         lengths = [len(windows[i].input_ids) for i in order]
-        with torch.inference_mode(), torch.autocast(
-            self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32
+        with (
+            torch.inference_mode(),
+            torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32),
         ):
             for batch in tqdm(
-                list(_token_batches(order, lengths, batch_size, self.max_batch_tokens)), disable=not progress_bar,
-                desc=desc, unit=" batches", leave=False,
+                list(_token_batches(order, lengths, batch_size, self.max_batch_tokens)),
+                disable=not progress_bar,
+                desc=desc,
+                unit=" batches",
+                leave=False,
             ):
                 local, rows = renumber([windows[i] for i in batch])
                 vectors = self.forward(local, n_rows=len(rows))
@@ -170,12 +176,14 @@ class Tower:
             windows.append(Window(input_ids, segments))
         return windows
 
-    def encode_texts(self, texts: Sequence[str], batch_size: int = 64, progress_bar: bool = False,
-                     what: str = "Text") -> np.ndarray:
+    def encode_texts(
+        self, texts: Sequence[str], batch_size: int = 64, progress_bar: bool = False, what: str = "Text"
+    ) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self.encode_windows(self.text_windows(texts, what), len(texts), batch_size, progress_bar,
-                                   desc=f"Encoding {what.lower()}s")
+        return self.encode_windows(
+            self.text_windows(texts, what), len(texts), batch_size, progress_bar, desc=f"Encoding {what.lower()}s"
+        )
 
     role = "query"  # what sentence-transformers would load it as: one vector per text
 
@@ -183,7 +191,7 @@ class Tower:
         save_tower(directory, self.tokenizer, self.model, self.config, role=self.role)
 
 
-class PassageEncoder(Tower):
+class PassageTower(Tower):
     """Encodes each passage whole and returns one vector per sentence (DCSR's passage tower).
 
     With ``marker`` pooling the input is ``[CLS] <sent> s1 <sent> s2 ... [SEP]`` and a sentence's

@@ -6,15 +6,21 @@ Scores of different retrievers live on different scales, so each list is min-max
 gets 0 from it. This is the fusion behind
 the README's hybrid row (weights 0.5 / 0.5, fixed a priori, not tuned on test questions).
 """
+
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 Ranked = Sequence[Tuple[str, float]]  # (passage id, score), best first
+HYBRID = "hybrid_scores"  # meta key of joined passages: each input's own score, as given
 
 
-def fuse(rankings: Sequence[Ranked], weights: Optional[Sequence[float]] = None, depth: Optional[int] = None,
-         scaled: Optional[Sequence[bool]] = None) -> List[Tuple[str, float]]:
+def fuse(
+    rankings: Sequence[Ranked],
+    weights: Optional[Sequence[float]] = None,
+    depth: Optional[int] = None,
+    scaled: Optional[Sequence[bool]] = None,
+) -> List[Tuple[str, float]]:
     """The union of ``rankings`` ordered by ``sum(weight * score)``, best first (ties keep
     first-seen order); ``scaled[i]`` (default: all) min-max scales list i first."""
     weights = list(weights) if weights is not None else [1.0 / len(rankings)] * len(rankings)
@@ -30,3 +36,15 @@ def fuse(rankings: Sequence[Ranked], weights: Optional[Sequence[float]] = None, 
             scores[pid] = scores.get(pid, 0.0) + weight * float(value)
     fused = sorted(scores.items(), key=lambda item: -item[1])
     return fused[:depth] if depth else fused
+
+
+def fuse_with_parts(
+    rankings: Sequence[Ranked],
+    weights: Optional[Sequence[float]] = None,
+    depth: Optional[int] = None,
+    scaled: Optional[Sequence[bool]] = None,
+) -> List[Tuple[str, float, List[Optional[float]]]]:
+    """``fuse``, with each input's own score of every fused passage (None where it lacks it): what
+    the join nodes show in ``meta["hybrid_scores"]``."""
+    own = [dict(ranked) for ranked in rankings]
+    return [(pid, score, [scores.get(pid) for scores in own]) for pid, score in fuse(rankings, weights, depth, scaled)]

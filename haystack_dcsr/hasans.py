@@ -6,7 +6,8 @@ retrieved sentences holds the answer. Computed in log space, ``log prod(1 - p_i)
 so a passage whose sentences all have tiny p keeps full precision, and ranking uses that log sum
 (lower = better), which still separates passages whose HasAns rounds to 1.0.
 """
-from typing import NamedTuple
+
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -47,3 +48,21 @@ def hasans_scores(scores: np.ndarray, passage_keys: np.ndarray, temperature: flo
     order = np.argsort(log_none, kind="stable")
     log_none = log_none[order]
     return PassageScores(passages[order], -np.expm1(log_none), log_none, probabilities)
+
+
+def score_passages(query: np.ndarray, passage_vectors: Sequence[np.ndarray], temperature: float = 1.0) -> np.ndarray:
+    """Scores of fixed candidate passages for one query (higher is better): HasAns over all of the
+    candidates' sentence vectors together, as the ranking key ``-log prod(1 - p_i)``. This is how the
+    MEQ paper's 50-candidate ranking evaluates DCSR, and how a DCSR reranker scores a candidate list.
+
+    :param query: the query vector.
+    :param passage_vectors: per candidate, its sentence vectors (one row each).
+    """
+    if not len(passage_vectors):
+        return np.zeros(0)
+    sentence_scores = np.concatenate([np.asarray(v) @ query for v in passage_vectors])
+    keys = np.concatenate([np.full(len(v), n) for n, v in enumerate(passage_vectors)])
+    scored = hasans_scores(sentence_scores, keys, temperature)
+    out = np.full(len(passage_vectors), -np.inf)
+    out[scored.passages] = -scored.log_none
+    return out

@@ -7,15 +7,14 @@ Both branches must return *passages* with the same ids: DCSR rebuilds passages f
 store, and BM25 runs over a store of the same passages (Haystack's ``PreProcessor`` output, written
 to a BM25 store beside the sentence store; see ``examples/pipelines/hybrid.haystack-pipeline.yml``).
 """
+
 from typing import Dict, List, Optional, Tuple
 
 from haystack.nodes.other.join import JoinNode
 from haystack.schema import Document
 
-from haystack_dcsr.fusion import fuse
-from haystack_dcsr.sentence_docs import SUPPORT
-
-HYBRID = "hybrid_scores"  # on returned passages: each branch's score, as given
+from haystack_dcsr.fusion import HYBRID, fuse_with_parts
+from haystack_dcsr.sentence_units import SUPPORT
 
 
 class HybridJoin(JoinNode):
@@ -52,11 +51,19 @@ class HybridJoin(JoinNode):
         ranked = [[(doc.id, float(doc.score or 0.0)) for doc in docs] for docs in results]
         hasans = [bool(docs) and all(SUPPORT in (doc.meta or {}) for doc in docs) for docs in results]
         output = []
-        for pid, score in fuse(ranked, self.weights, top_k or self.top_k_join, scaled=[not h for h in hasans]):
+        for pid, score, parts in fuse_with_parts(
+            ranked, self.weights, top_k or self.top_k_join, scaled=[not h for h in hasans]
+        ):
             source = by_id[pid]
-            parts = [next((d.score for d in docs if d.id == pid), None) for docs in results]
-            output.append(Document(content=source.content, id=pid, score=score,
-                                   meta={**source.meta, HYBRID: parts}, content_type=source.content_type))
+            output.append(
+                Document(
+                    content=source.content,
+                    id=pid,
+                    score=score,
+                    meta={**source.meta, HYBRID: parts},
+                    content_type=source.content_type,
+                )
+            )
         return output
 
     def run_accumulated(self, inputs: List[Dict], top_k_join: Optional[int] = None) -> Tuple[Dict, str]:

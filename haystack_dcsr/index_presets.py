@@ -11,6 +11,7 @@ Each preset comes from the README's ANN study (20,963 SQuAD paragraphs, 103k sen
 1,000 dev questions, this 2-core CPU) and cost-growth runs (20k and 200k passages; 1M with SQ4);
 bytes are per passage (~4.9 sentences).
 """
+
 import dataclasses
 from typing import Dict
 
@@ -38,13 +39,28 @@ class IndexPreset:
 
 
 INDEX_PRESETS: Dict[str, IndexPreset] = {
-    "exact": IndexPreset("Flat", {}, 1000, "the reference: exact scores, ~7.6 KB a passage, a scan per query; "
-                                            "up to ~100k passages"),
-    "fast": IndexPreset("HNSW32", {"efSearch": 1000}, 1000, "lowest latency at no measured loss; ~8.9 KB a passage "
-                                                             "(vectors + graph in RAM); up to ~500k passages"),
-    "compact": IndexPreset("SQ4", {}, 1000, "4-bit codes, 947 B a passage (below a passage retriever's fp32 vector); "
-                                            "a scan per query; up to ~200k passages"),
-    "million": IndexPreset("HNSW32,SQ8", {"efSearch": 1000}, 1000, "8-bit codes in an HNSW graph, ~3.2 KB a passage "
-                                                                    "(a third of HNSW32's); no loss at 20k and 200k "
-                                                                    "passages, p50 35 -> 38 ms; for 1M and more"),
+    "exact": IndexPreset(
+        "Flat", {}, 1000, "the reference: exact scores, ~7.6 KB a passage, a scan per query; up to ~100k passages"
+    ),
+    "fast": IndexPreset(
+        "HNSW32",
+        {"efSearch": 1000},
+        1000,
+        "lowest latency at no measured loss; ~8.9 KB a passage (vectors + graph in RAM); up to ~500k passages",
+    ),
+    "compact": IndexPreset(
+        "SQ4",
+        {},
+        1000,
+        "4-bit codes, 947 B a passage (below a passage retriever's fp32 vector); "
+        "a scan per query; up to ~200k passages",
+    ),
+    "million": IndexPreset(
+        "HNSW32,SQ8",
+        {"efSearch": 1000},
+        1000,
+        "8-bit codes in an HNSW graph, ~3.2 KB a passage "
+        "(a third of HNSW32's); no loss at 20k and 200k "
+        "passages, p50 35 -> 38 ms; for 1M and more",
+    ),
 }

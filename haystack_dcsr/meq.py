@@ -5,6 +5,7 @@ question word, is not merely q with a filler word added ("first", "not", ...), s
 embedding space, is not a paraphrase, and has a different answer. The rules run cheapest first,
 so mining all same-article pairs of a dataset only embeds the few pairs the text rules keep.
 """
+
 import dataclasses
 import re
 from collections import Counter
@@ -49,8 +50,9 @@ def question_word(question_words: Sequence[str]) -> Optional[str]:
     return question_words[0] if question_words else None
 
 
-def only_trivial_addition(a: Sequence[str], b: Sequence[str], distance: int,
-                          trivial: frozenset = TRIVIAL_ADDITIONS) -> bool:
+def only_trivial_addition(
+    a: Sequence[str], b: Sequence[str], distance: int, trivial: frozenset = TRIVIAL_ADDITIONS
+) -> bool:
     """True when one question is the other plus ``trivial`` words only: the edit is pure
     insertion (the length gap equals the distance) and every inserted word is trivial."""
     shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
@@ -92,9 +94,16 @@ class MEQFilter:
     :param different_answers: the answer rule; off only to find paraphrases with the other rules.
     """
 
-    def __init__(self, embed: Optional[Embed] = None, threshold: float = 0.95, min_edits: int = 1,
-                 max_edits: int = 3, trivial_additions=TRIVIAL_ADDITIONS,
-                 is_paraphrase: Optional[Callable[[str, str], bool]] = None, different_answers: bool = True):
+    def __init__(
+        self,
+        embed: Optional[Embed] = None,
+        threshold: float = 0.95,
+        min_edits: int = 1,
+        max_edits: int = 3,
+        trivial_additions=TRIVIAL_ADDITIONS,
+        is_paraphrase: Optional[Callable[[str, str], bool]] = None,
+        different_answers: bool = True,
+    ):
         if not 1 <= min_edits <= max_edits:
             raise ValueError(f"need 1 <= min_edits <= max_edits, got {min_edits}, {max_edits}")
         self.embed, self.threshold = embed, threshold
@@ -104,8 +113,9 @@ class MEQFilter:
         self.different_answers = different_answers
 
     @classmethod
-    def with_model(cls, model_name_or_path: str = "all-MiniLM-L6-v2", threshold: float = 0.95,
-                   use_gpu: bool = True, **kwargs) -> "MEQFilter":
+    def with_model(
+        cls, model_name_or_path: str = "all-MiniLM-L6-v2", threshold: float = 0.95, use_gpu: bool = True, **kwargs
+    ) -> "MEQFilter":
         """Cosines from a model's own pooling (mean, normalised for sentence-transformers models)."""
         from haystack_dcsr.encoder import QueryTower
 
@@ -129,8 +139,9 @@ class MEQFilter:
             return Verdict(False, "paraphrase", distance)
         return Verdict(True, "", distance)
 
-    def check(self, q: str, q2: str, answers: Sequence[str], answers2: Sequence[str],
-              similarity: Optional[float] = None) -> Verdict:
+    def check(
+        self, q: str, q2: str, answers: Sequence[str], answers2: Sequence[str], similarity: Optional[float] = None
+    ) -> Verdict:
         """One pair, all rules; ``similarity`` skips embedding when the caller has the cosine."""
         verdict = self.text_rules(q, q2, answers, answers2)
         if not verdict.accepted or (self.embed is None and similarity is None):
@@ -143,8 +154,9 @@ class MEQFilter:
             return Verdict(False, "cosine", verdict.distance, similarity)
         return verdict
 
-    def filter_pairs(self, questions: Sequence[Tuple[str, Sequence[str]]], pairs: Sequence[Tuple[int, int]],
-                     batch_size: int = 256) -> Tuple[List[Tuple[int, int, Verdict]], Dict[str, int]]:
+    def filter_pairs(
+        self, questions: Sequence[Tuple[str, Sequence[str]]], pairs: Sequence[Tuple[int, int]], batch_size: int = 256
+    ) -> Tuple[List[Tuple[int, int, Verdict]], Dict[str, int]]:
         """Accepted pairs of ``questions`` (text, answers) among candidate index ``pairs``, and how
         many each rule rejected. Questions are embedded once, only when a text-rule survivor needs it."""
         rejected: Counter = Counter()
@@ -173,8 +185,9 @@ class MEQFilter:
         return accepted, dict(rejected)
 
 
-def candidate_pairs(groups: Dict[str, List[int]], question_words_of: Sequence[Sequence[str]],
-                    max_edits: int = 3) -> List[Tuple[int, int]]:
+def candidate_pairs(
+    groups: Dict[str, List[int]], question_words_of: Sequence[Sequence[str]], max_edits: int = 3
+) -> List[Tuple[int, int]]:
     """Index pairs (i < j) within each group (e.g. an article) whose word lengths differ by at
     most ``max_edits``: the only pairs that can pass the edit-distance rule."""
     pairs = []

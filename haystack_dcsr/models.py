@@ -4,6 +4,7 @@ Each tower directory is a plain HF model directory plus ``dcsr_encoder.json`` (p
 normalisation, length, the HasAns temperature it was trained for), so a checkpoint written by the
 trainer loads directly in ``QueryEncoder``/``DCSRRetriever`` and in any HF tool.
 """
+
 import dataclasses
 import json
 import logging
@@ -106,8 +107,9 @@ def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
                 modes = json.loads(pooling_config.read_text())
                 pooling = "cls" if modes.get("pooling_mode_cls_token") else "mean"
         # sentence-transformers models are trained with a similarity scale of 20 (cosine / 0.05)
-        return EncoderConfig(pooling=pooling, normalize=normalize, max_length=max_length,
-                             temperature=0.05 if normalize else 1.0)
+        return EncoderConfig(
+            pooling=pooling, normalize=normalize, max_length=max_length, temperature=0.05 if normalize else 1.0
+        )
     return EncoderConfig(pooling="marker", max_length=max_length)
 
 
@@ -168,8 +170,9 @@ def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderCon
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
     config.save(directory)
-    write_sentence_transformers_files(directory, config.pooling, config.normalize, config.max_length,
-                                      model.config.hidden_size, config.level, role)
+    write_sentence_transformers_files(
+        directory, config.pooling, config.normalize, config.max_length, model.config.hidden_size, config.level, role
+    )
 
 
 def pick_device(device: Optional[str] = None, use_gpu: bool = True) -> torch.device:

@@ -1,19 +1,20 @@
 """Deleting passages from a DCSR store without leaving vector ids that point at other sentences.
 
 A passage is several sentence Documents (stale ones of earlier versions included, see
-``sentence_docs``), so it is deleted by passage id. On a ``FAISSDocumentStore`` Haystack's
+``sentence_units``), so it is deleted by passage id. On a ``FAISSDocumentStore`` Haystack's
 ``delete_documents`` removes vectors with FAISS's ``remove_ids``, which for every index type but
 IVF shifts all later vectors down while SQL keeps their old ids: from then on those ids name other
 sentences' vectors (the retriever refuses such an index until ``update_embeddings``). Here the
 removal is followed by the same shift in SQL: each remaining id moves down by the number of
 removed ids below it, exactly what ``remove_ids`` did to the vectors, so no re-embedding is needed.
 """
+
 from typing import List, Optional
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore
 
-from haystack_dcsr.sentence_docs import parse_sentence_id
+from haystack_dcsr.sentence_units import parse_sentence_id
 from haystack_dcsr.sql_rows import fetch_documents, is_sql_store, sentence_ids_of, store_lock, vector_rows
 
 
@@ -24,8 +25,11 @@ def delete_passages(document_store: BaseDocumentStore, passage_ids: List[str], i
     if is_sql_store(document_store):
         ids = sentence_ids_of(document_store, index, passage_ids)
     else:
-        ids = [doc.id for doc in document_store.get_all_documents_generator(index=index, return_embedding=False)
-               if _passage_of(doc.id) in wanted]
+        ids = [
+            doc.id
+            for doc in document_store.get_all_documents_generator(index=index, return_embedding=False)
+            if _passage_of(doc.id) in wanted
+        ]
     if not ids:
         return 0
     from haystack.document_stores import FAISSDocumentStore
@@ -43,20 +47,30 @@ def _delete_from_faiss(document_store, index: str, ids: List[str]) -> None:
 
     faiss_index = document_store.faiss_indexes[index]
     with store_lock(document_store):
-        removed = np.array(sorted(int(doc.meta["vector_id"]) for doc in fetch_documents(document_store, ids, index)
-                                  if doc.meta.get("vector_id") is not None), dtype=np.int64)
+        removed = np.array(
+            sorted(
+                int(doc.meta["vector_id"])
+                for doc in fetch_documents(document_store, ids, index)
+                if doc.meta.get("vector_id") is not None
+            ),
+            dtype=np.int64,
+        )
         shifts = len(removed) > 0 and not isinstance(faiss.downcast_index(faiss_index), faiss.IndexIVF)
         later = []
         if shifts:
             gone = set(removed.tolist())
-            later = [row for row in vector_rows(document_store, index, range(int(removed[0]) + 1, faiss_index.ntotal))
-                     if row.vector_id not in gone]
+            later = [
+                row
+                for row in vector_rows(document_store, index, range(int(removed[0]) + 1, faiss_index.ntotal))
+                if row.vector_id not in gone
+            ]
         if len(removed):
             try:
                 faiss_index.remove_ids(removed)
             except RuntimeError as error:
                 raise ValueError(
-                    f"This FAISS index type ({type(faiss.downcast_index(faiss_index)).__name__}) cannot remove vectors, "
+                    f"This FAISS index type ({type(faiss.downcast_index(faiss_index)).__name__}) "
+                    f"cannot remove vectors, "
                     "so nothing was deleted. Delete with store.delete_documents(ids=...) on a store you then re-embed "
                     "with store.update_embeddings(retriever), or use a Flat or IVF index."
                 ) from error

@@ -13,6 +13,7 @@ opens the same SQL database with a new, empty FAISS index (the vectors were neve
 ``save_pipeline`` saves each FAISS index (and the retriever's vector map) beside the YAML and
 writes the store as ``faiss_index_path``, the form ``FAISSDocumentStore.load`` reads back.
 """
+
 import difflib
 import inspect
 from pathlib import Path
@@ -24,11 +25,12 @@ from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
 
-def load_pipeline(path: Union[str, Path], pipeline_name: Optional[str] = None,
-                  overwrite_with_env_variables: bool = True) -> Pipeline:
+def load_pipeline(
+    path: Union[str, Path], pipeline_name: Optional[str] = None, overwrite_with_env_variables: bool = True
+) -> Pipeline:
     """``Pipeline.load_from_yaml`` with each component's parameters checked first.
 
-        pipeline = load_pipeline("examples/pipelines/query.haystack-pipeline.yml", pipeline_name="query")
+    pipeline = load_pipeline("examples/pipelines/query.haystack-pipeline.yml", pipeline_name="query")
     """
     path = Path(path)
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -36,8 +38,9 @@ def load_pipeline(path: Union[str, Path], pipeline_name: Optional[str] = None,
     if problems:
         raise PipelineConfigError(f"{path}: " + "; ".join(problems))
     try:
-        return Pipeline.load_from_yaml(path, pipeline_name=pipeline_name,
-                                       overwrite_with_env_variables=overwrite_with_env_variables)
+        return Pipeline.load_from_yaml(
+            path, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
+        )
     except PipelineConfigError as error:
         cause = error.__cause__
         if cause is None:
@@ -79,8 +82,8 @@ def _check_component(component: Dict[str, Any]) -> List[str]:
 def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optional[Union[str, Path]] = None) -> Path:
     """``Pipeline.save_to_yaml`` that keeps FAISS stores loadable (see the module docstring).
 
-        save_pipeline(pipeline, "query.yml")          # + DocumentStore.faiss/.json/.faiss.dcsr-map.npz beside it
-        pipeline = load_pipeline("query.yml")
+    save_pipeline(pipeline, "query.yml")          # + DocumentStore.faiss/.json/.faiss.dcsr-map.npz beside it
+    pipeline = load_pipeline("query.yml")
     """
     from haystack.document_stores import FAISSDocumentStore
 
@@ -107,8 +110,9 @@ def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optiona
 def _components(pipeline: Pipeline) -> Dict[str, BaseComponent]:
     """Every component of the pipeline by name, the ones only referenced by nodes (stores) included."""
     found: Dict[str, BaseComponent] = {}
-    pending = [attributes["component"] for name, attributes in pipeline.graph.nodes.items()
-               if name != pipeline.root_node]
+    pending = [
+        attributes["component"] for name, attributes in pipeline.graph.nodes.items() if name != pipeline.root_node
+    ]
     while pending:
         component = pending.pop()
         if component.name in found:

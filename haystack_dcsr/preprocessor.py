@@ -1,4 +1,5 @@
 """SentencePreprocessor: the Haystack node that turns passages into DCSR's sentence Documents."""
+
 import logging
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
@@ -7,10 +8,13 @@ from haystack.nodes.base import BaseComponent
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.sentence_docs import assemble_passage, group_by_passage, sentence_documents
+from haystack_dcsr.dcsr_model import ModelFiles, model_splitter
+from haystack_dcsr.sentence_docs import assemble_passage, sentence_documents
+from haystack_dcsr.sentence_units import group_by_passage
 from haystack_dcsr.splitting import SentenceSplitter
 
 logger = logging.getLogger(__name__)
+_DEFAULTS = dict(language="english", min_words=0, punkt_params_path=None, split_sentences=True)
 
 
 class SentencePreprocessor(BaseComponent):
@@ -35,6 +39,9 @@ class SentencePreprocessor(BaseComponent):
     :param split_sentences: False keeps each passage whole as its one unit: the input that a
         passage-level (DPR-style) tower needs, served by the same retriever and store.
     :param progress_bar: show a tqdm progress bar.
+    :param model: a DCSR model (directory or hub name) whose splitter settings to use: language,
+        ``min_words``, fitted Punkt parameters, and no splitting for a passage-level model. The other
+        splitting parameters must then stay at their defaults.
     """
 
     outgoing_edges = 1
@@ -46,15 +53,33 @@ class SentencePreprocessor(BaseComponent):
         punkt_params_path: Optional[str] = None,
         split_sentences: bool = True,
         progress_bar: bool = True,
+        model: Optional[str] = None,
     ):
         super().__init__()
         self.split_sentences = split_sentences
+        self.progress_bar = progress_bar
+        if model is not None:
+            given = dict(
+                language=language,
+                min_words=min_words,
+                punkt_params_path=punkt_params_path,
+                split_sentences=split_sentences,
+            )
+            changed = [name for name, value in given.items() if value != _DEFAULTS[name]]
+            if changed:
+                raise ValueError(
+                    f"SentencePreprocessor: {', '.join(changed)} come(s) from the model; leave them out "
+                    f"when model={model!r} is given"
+                )
+            files = ModelFiles.locate(model)
+            self.split_sentences = files.settings.split_sentences
+            self.splitter = model_splitter(files)
+            return
         if punkt_params_path:
             self.splitter = SentenceSplitter.load(punkt_params_path)
             self.splitter.min_words = min_words
         else:
             self.splitter = SentenceSplitter(language=language, min_words=min_words)
-        self.progress_bar = progress_bar
 
     def fit(self, documents: List[Document]) -> "SentencePreprocessor":
         """Learn the corpus' abbreviations (Punkt, unsupervised, offline) before splitting it."""
@@ -94,7 +119,9 @@ class SentencePreprocessor(BaseComponent):
     def run_batch(self, documents: Union[List[Document], List[List[Document]]]):  # type: ignore
         if documents and isinstance(documents[0], list):
             outputs = [self.process(docs) for docs in documents]  # type: ignore[arg-type]
-            return {key: [output[key] for output in outputs] for key in ("documents", "passages", "skipped")}, "output_1"
+            return {
+                key: [output[key] for output in outputs] for key in ("documents", "passages", "skipped")
+            }, "output_1"
         return self.run(documents)  # type: ignore[arg-type]
 
     @staticmethod

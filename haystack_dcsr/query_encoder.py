@@ -4,12 +4,14 @@ The query tower is the part the MEQ paper's query-side contrastive loss trains, 
 its own HF directory: a tower trained with that loss is swapped in by pointing ``model_name_or_path``
 at it, without touching the indexed passages.
 """
+
 from pathlib import Path
 from typing import List, Optional, Union
 
 import numpy as np
 from haystack.nodes.base import BaseComponent
 
+from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import QueryTower
 from haystack_dcsr.models import DEFAULT_MODEL
 
@@ -24,9 +26,10 @@ class QueryEncoder(BaseComponent):
         vectors = encoder.encode(["who wrote the first harry potter book?",
                                   "who wrote the last harry potter book?"])
 
-    :param model_name_or_path: HF model directory (e.g. ``<trainer output>/query_encoder``) or hub name.
+    :param model_name_or_path: a DCSR model directory (``DCSRModel``: its query tower and settings),
+        a trainer output, one HF tower directory (e.g. ``<trainer output>/query_encoder``) or a hub name.
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
-        None takes the directory's ``dcsr_encoder.json`` or infers it.
+        None takes the model's settings (``dcsr_model.json``/``dcsr_encoder.json``) or infers them.
     :param max_seq_len: maximum query length in tokens (longer queries are truncated).
     """
 
@@ -37,7 +40,7 @@ class QueryEncoder(BaseComponent):
         model_name_or_path: str = DEFAULT_MODEL,
         pooling: Optional[str] = None,
         normalize: Optional[bool] = None,
-        max_seq_len: Optional[int] = 64,
+        max_seq_len: Optional[int] = None,
         batch_size: int = 64,
         use_gpu: bool = True,
         device: Optional[str] = None,
@@ -45,10 +48,11 @@ class QueryEncoder(BaseComponent):
         progress_bar: bool = True,
     ):
         super().__init__()
-        self.tower = QueryTower(
-            model_name_or_path, pooling=pooling, normalize=normalize, max_length=max_seq_len,
-            device=device, use_gpu=use_gpu, precision=precision,
-        )
+        files = ModelFiles.locate(model_name_or_path)
+        settings = files.settings.tower_overrides("query")
+        given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
+        settings.update({key: value for key, value in given.items() if value is not None})
+        self.tower = QueryTower(files.query_dir, **settings, device=device, use_gpu=use_gpu, precision=precision)
         self.batch_size = batch_size
         self.progress_bar = progress_bar
 

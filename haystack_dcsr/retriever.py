@@ -1,4 +1,5 @@
 """DCSRRetriever: sentence vectors in, passages ranked by HasAns out."""
+
 import json
 import logging
 import threading
@@ -11,12 +12,15 @@ from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.encoder import PassageEncoder
+from haystack_dcsr.dcsr_model import ModelFiles
+from haystack_dcsr.encoder import PassageTower
 from haystack_dcsr.hasans import PassageScores, hasans_scores
-from haystack_dcsr.models import DEFAULT_MODEL, resolve_model_path
+from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.passage_deletion import delete_passages
 from haystack_dcsr.query_encoder import QueryEncoder
-from haystack_dcsr.sentence_docs import (
+from haystack_dcsr.sentence_search import Hits, SentenceSearch, sentence_search_for
+from haystack_dcsr.sentence_units import (
     SUPPORT,
     PassageRef,
     current_sentences,
@@ -25,7 +29,6 @@ from haystack_dcsr.sentence_docs import (
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sentence_search import Hits, SentenceSearch, sentence_search_for
 from haystack_dcsr.sql_rows import fetch_documents
 
 logger = logging.getLogger(__name__)
@@ -51,8 +54,11 @@ class DCSRRetriever(DenseRetriever):
     Returned passages carry their HasAns as ``score`` (already a probability, so ``scale_score`` has
     no effect) and, in ``meta["dcsr_sentences"]``, the retrieved sentences that support them.
 
+    :param model: a DCSR model (``DCSRModel`` directory or hub name, a trainer output, or one tower
+        for both sides): both towers and the settings they share; instead of ``query_model``/``passage_model``.
     :param query_model: query tower: HF directory or hub name; ignored when ``query_encoder`` is given.
-    :param passage_model: passage tower; None uses ``query_model`` (shared initial weights, as in the paper).
+    :param passage_model: passage tower; None uses ``query_model``'s (the same weights when it is one
+        tower, as the paper initialises).
     :param query_encoder: a ``QueryEncoder`` node to use as the query tower (e.g. one trained with
         the MEQ query-side loss); YAML can reference one by name.
     :param pooling: ``marker`` (DCSR, for trained towers) or ``mean`` (zero-shot); None = from the model.
@@ -71,6 +77,7 @@ class DCSRRetriever(DenseRetriever):
     def __init__(
         self,
         document_store: Optional[BaseDocumentStore] = None,
+        model: Optional[str] = None,
         query_model: str = DEFAULT_MODEL,
         passage_model: Optional[str] = None,
         query_encoder: Optional[QueryEncoder] = None,
@@ -80,7 +87,7 @@ class DCSRRetriever(DenseRetriever):
         top_n_sentences: int = 3000,
         temperature: Optional[float] = None,
         max_seq_len: Optional[int] = None,
-        max_query_len: int = 64,
+        max_query_len: Optional[int] = None,
         batch_size: int = 32,
         use_gpu: bool = True,
         device: Optional[str] = None,
@@ -90,21 +97,45 @@ class DCSRRetriever(DenseRetriever):
         search_params: Optional[Dict[str, float]] = None,
     ):
         super().__init__()
-        check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature,
-                         max_seq_len=max_seq_len, max_query_len=max_query_len, batch_size=batch_size,
-                         passage_cache_size=passage_cache_size)
+        check_parameters(
+            top_k=top_k,
+            top_n_sentences=top_n_sentences,
+            temperature=temperature,
+            max_seq_len=max_seq_len,
+            max_query_len=max_query_len,
+            batch_size=batch_size,
+            passage_cache_size=passage_cache_size,
+        )
+        if model is not None and (query_model != DEFAULT_MODEL or passage_model or query_encoder):
+            raise ValueError("DCSRRetriever: give either model or query_model/passage_model/query_encoder, not both")
         self.document_store = document_store
+        files = ModelFiles.locate(model or query_model)  # fails now, not at indexing time, on a missing directory
         self.query_encoder = query_encoder or QueryEncoder(
-            query_model, pooling=pooling, normalize=normalize, max_seq_len=max_query_len, batch_size=batch_size,
-            use_gpu=use_gpu, device=device, precision=precision, progress_bar=progress_bar,
-        )
-        self.passage_model = passage_model or query_model
-        resolve_model_path(self.passage_model)  # fail now, not at indexing time, on a missing directory
-        self._passage_options = dict(
-            pooling=pooling, normalize=normalize, max_length=max_seq_len, device=device, use_gpu=use_gpu,
+            files.query_dir,
+            pooling=pooling,
+            normalize=normalize,
+            max_seq_len=max_query_len,
+            batch_size=batch_size,
+            use_gpu=use_gpu,
+            device=device,
             precision=precision,
+            progress_bar=progress_bar,
         )
-        self._passage_encoder: Optional[PassageEncoder] = None
+        if passage_model:
+            files = ModelFiles.locate(passage_model)
+        self.passage_model = files.passage_dir
+        self._passage_options = {
+            **files.settings.tower_overrides("passage"),
+            "device": device,
+            "use_gpu": use_gpu,
+            "precision": precision,
+        }
+        self._passage_options.update(
+            (key, value)
+            for key, value in dict(pooling=pooling, normalize=normalize, max_length=max_seq_len).items()
+            if value is not None
+        )
+        self._passage_encoder: Optional[PassageTower] = None
         self.top_k = top_k
         self.top_n_sentences = top_n_sentences
         self.temperature = temperature
@@ -124,10 +155,10 @@ class DCSRRetriever(DenseRetriever):
         return self.query_encoder.dim
 
     @property
-    def passage_encoder(self) -> PassageEncoder:
+    def passage_encoder(self) -> PassageTower:
         """Loaded on first use: query-only pipelines never pay for the passage tower."""
         if self._passage_encoder is None:
-            self._passage_encoder = PassageEncoder(self.passage_model, **self._passage_options)
+            self._passage_encoder = PassageTower(self.passage_model, **self._passage_options)
             if self._passage_encoder.dim != self.embedding_dim:
                 raise ValueError(
                     f"Passage tower {self.passage_model!r} has dimension {self._passage_encoder.dim} but the query "
@@ -185,7 +216,11 @@ class DCSRRetriever(DenseRetriever):
                 "%d sentence Document(s) are not part of a complete current passage and got no usable vector: %s%s. "
                 "They are left over from re-writing a passage with another number of sentences, or their passage "
                 "lost sentences; they are never retrieved. DCSRRetriever.delete_passages or re-writing the passage "
-                "cleans them up.", len(unusable), ", ".join(unusable[:5]), " ..." if len(unusable) > 5 else "")
+                "cleans them up.",
+                len(unusable),
+                ", ".join(unusable[:5]),
+                " ..." if len(unusable) > 5 else "",
+            )
         return output
 
     def _current_passages(self, groups: Dict[str, List[Document]]) -> Dict[str, Optional[List[Document]]]:
@@ -198,8 +233,13 @@ class DCSRRetriever(DenseRetriever):
             heads[position(doc).passage_id] = doc
         for pid, head in heads.items():
             refs[pid] = PassageRef.of(position(head))
-        wanted = [sid for ref in refs.values() if ref is not None
-                  for sid in passage_sentence_ids(ref.passage_id, ref.count) if sid not in known]
+        wanted = [
+            sid
+            for ref in refs.values()
+            if ref is not None
+            for sid in passage_sentence_ids(ref.passage_id, ref.count)
+            if sid not in known
+        ]
         known.update((doc.id, doc) for doc in self._read(wanted))
         return {pid: None if ref is None else current_sentences(ref, known) for pid, ref in refs.items()}
 
@@ -225,8 +265,9 @@ class DCSRRetriever(DenseRetriever):
         scale_score: Optional[bool] = None,
         document_store: Optional[BaseDocumentStore] = None,
     ) -> List[Document]:
-        return self.retrieve_batch([query], filters=filters, top_k=top_k, index=index, headers=headers,
-                                   document_store=document_store)[0]
+        return self.retrieve_batch(
+            [query], filters=filters, top_k=top_k, index=index, headers=headers, document_store=document_store
+        )[0]
 
     def retrieve_batch(
         self,
@@ -261,8 +302,9 @@ class DCSRRetriever(DenseRetriever):
             results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
         return results
 
-    def _search_and_rank(self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]],
-                         top_k: int) -> List[List[Document]]:
+    def _search_and_rank(
+        self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]], top_k: int
+    ) -> List[List[Document]]:
         """Queries sharing a filter are searched together; each query keeps its own hits."""
         for attempt in (1, 2):
             hits: List[Optional[Hits]] = [None] * len(vectors)
@@ -300,8 +342,12 @@ class DCSRRetriever(DenseRetriever):
             dropped = [ref.passage_id for ref, passage in fetched.items() if passage is None]
             if dropped:
                 logger.warning(
-                    "Left out %d passage(s) that the store no longer holds as they were indexed (deleted, or re-written "
-                    "without store.update_embeddings(retriever)): %s", len(dropped), ", ".join(dropped[:5]))
+                    "Left out %d passage(s) that the store no longer holds as they were indexed "
+                    "(deleted, or re-written "
+                    "without store.update_embeddings(retriever)): %s",
+                    len(dropped),
+                    ", ".join(dropped[:5]),
+                )
             for q, (h, s) in enumerate(zip(hits, scored)):
                 window = range(cursor[q], min(cursor[q] + top_k - len(results[q]), len(s.passages)))
                 for rank in window:
@@ -323,12 +369,14 @@ class DCSRRetriever(DenseRetriever):
             sentence = sentences[h.sentence_indices[i]]
             if h.vector_ids is not None:
                 supports.append((int(h.vector_ids[i]), sentence.id, ref))
-            support.append({
-                "sentence_index": int(h.sentence_indices[i]),
-                "text": sentence.content,
-                "score": float(h.scores[i]),
-                "probability": float(scores.sentence_probabilities[i]),
-            })
+            support.append(
+                {
+                    "sentence_index": int(h.sentence_indices[i]),
+                    "text": sentence.content,
+                    "score": float(h.scores[i]),
+                    "probability": float(scores.sentence_probabilities[i]),
+                }
+            )
         meta = {**content.meta, SUPPORT: support}
         return Document(content=content.content, id=content.id, score=float(scores.hasans[rank]), meta=meta)
 
@@ -349,8 +397,12 @@ class DCSRRetriever(DenseRetriever):
             for search in self._searches.values():
                 search.invalidate()
 
-    def save_index_map(self, index_path: Union[str, Path], index: Optional[str] = None,
-                       document_store: Optional[BaseDocumentStore] = None) -> Path:
+    def save_index_map(
+        self,
+        index_path: Union[str, Path],
+        index: Optional[str] = None,
+        document_store: Optional[BaseDocumentStore] = None,
+    ) -> Path:
         """Save the FAISS vector map beside ``index_path`` (call it right after
         ``store.save(index_path)``). A store later loaded with ``FAISSDocumentStore.load(index_path)``
         then answers its first query without reading every sentence row from SQL; the map is
@@ -367,8 +419,13 @@ class DCSRRetriever(DenseRetriever):
         search.save_map(path)
         return path
 
-    def train_index(self, max_sentences: int = 100_000, seed: int = 0, index: Optional[str] = None,
-                    document_store: Optional[BaseDocumentStore] = None) -> int:
+    def train_index(
+        self,
+        max_sentences: int = 100_000,
+        seed: int = 0,
+        index: Optional[str] = None,
+        document_store: Optional[BaseDocumentStore] = None,
+    ) -> int:
         """Train a FAISS index that needs it (SQ, IVF, PQ) on the vectors of a random sample of the
         store's passages, encoded whole as they will be indexed; returns the vectors used (0 when the
         index needs no training). Call it after writing the sentences and before update_embeddings."""
@@ -394,20 +451,27 @@ class DCSRRetriever(DenseRetriever):
                     total += position(head).count
             if total >= max_sentences:
                 break
-        documents = {doc.id: doc for doc in fetch_documents(
-            store, [sid for ref in chosen for sid in passage_sentence_ids(ref.passage_id, ref.count)], index)}
+        documents = {
+            doc.id: doc
+            for doc in fetch_documents(
+                store, [sid for ref in chosen for sid in passage_sentence_ids(ref.passage_id, ref.count)], index
+            )
+        }
         passages = [s for s in (current_sentences(ref, documents) for ref in chosen) if s is not None]
         if not passages:
             raise ValueError(f"No complete passages in index {index!r} to train the FAISS index on: write them first")
-        vectors = self.passage_encoder.encode([[doc.content for doc in p] for p in passages], batch_size=self.batch_size)
+        vectors = self.passage_encoder.encode(
+            [[doc.content for doc in p] for p in passages], batch_size=self.batch_size
+        )
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if store.similarity == "cosine":
             store.normalize_embedding(vectors)  # as the store does to the vectors it will add
         store.train_index(embeddings=vectors, index=index)
         return len(vectors)
 
-    def delete_passages(self, passage_ids: List[str], index: Optional[str] = None,
-                        document_store: Optional[BaseDocumentStore] = None) -> int:
+    def delete_passages(
+        self, passage_ids: List[str], index: Optional[str] = None, document_store: Optional[BaseDocumentStore] = None
+    ) -> int:
         """Delete passages (every sentence Document of each, stale ones included) by passage id and
         return how many sentence Documents went. Unlike ``store.delete_documents`` on a FAISS Flat
         index, the remaining vectors keep pointing at the right sentences (see
@@ -429,20 +493,31 @@ class DCSRRetriever(DenseRetriever):
         save_dir = Path(save_dir)
         self.query_encoder.save(save_dir / "query_encoder")
         self.passage_encoder.save(save_dir / "passage_encoder")
-        config = {"top_k": self.top_k, "top_n_sentences": self.top_n_sentences, "temperature": self.temperature,
-                  "batch_size": self.batch_size, "passage_cache_size": self.passage_cache_size,
-                  "search_params": self.search_params}
+        config = {
+            "top_k": self.top_k,
+            "top_n_sentences": self.top_n_sentences,
+            "temperature": self.temperature,
+            "batch_size": self.batch_size,
+            "passage_cache_size": self.passage_cache_size,
+            "search_params": self.search_params,
+        }
         (save_dir / CONFIG_NAME).write_text(json.dumps(config, indent=1))
 
     @classmethod
-    def load(cls, load_dir: Union[Path, str], document_store: Optional[BaseDocumentStore] = None, **kwargs) -> "DCSRRetriever":
+    def load(
+        cls, load_dir: Union[Path, str], document_store: Optional[BaseDocumentStore] = None, **kwargs
+    ) -> "DCSRRetriever":
         load_dir = Path(load_dir)
         config_file = load_dir / CONFIG_NAME
         if not config_file.is_file():
             raise FileNotFoundError(f"{config_file} not found: not a directory written by DCSRRetriever.save")
         config = {**json.loads(config_file.read_text()), **kwargs}
-        return cls(document_store=document_store, query_model=str(load_dir / "query_encoder"),
-                   passage_model=str(load_dir / "passage_encoder"), **config)
+        return cls(
+            document_store=document_store,
+            query_model=str(load_dir / "query_encoder"),
+            passage_model=str(load_dir / "passage_encoder"),
+            **config,
+        )
 
 
 class _MapOutOfDate(Exception):
@@ -462,23 +537,6 @@ def _same_filter_groups(filters: List[Optional[FilterType]]) -> List[List[int]]:
     return groups
 
 
-def check_parameters(**values) -> None:
-    """Reject values that would only fail at the first query (YAML loading runs __init__)."""
-    rules = {
-        "top_k": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
-        "top_n_sentences": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
-        "temperature": (lambda v: v is None or (isinstance(v, (int, float)) and v > 0), "a number > 0, or null"),
-        "max_seq_len": (lambda v: v is None or (isinstance(v, int) and v >= 8), "an integer >= 8, or null"),
-        "max_query_len": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
-        "batch_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
-        "passage_cache_size": (lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
-    }
-    for name, value in values.items():
-        valid, expected = rules[name]
-        if isinstance(value, bool) or not valid(value):
-            raise ValueError(f"DCSRRetriever: {name} must be {expected}, got {value!r}")
-
-
 def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
     from haystack_dcsr.sentence_search import SEARCH_PARAMETERS
 
@@ -494,8 +552,11 @@ def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
 def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: bool = True) -> None:
     store_dim = getattr(document_store, "embedding_dim", None)
     if store_dim is not None and store_dim != dim:
-        fix = (f"create the store with embedding_dim={dim} (nothing was written to it)" if written else
-               "query it with the towers its vectors were made with, or re-index it with these")
+        fix = (
+            f"create the store with embedding_dim={dim} (nothing was written to it)"
+            if written
+            else "query it with the towers its vectors were made with, or re-index it with these"
+        )
         raise ValueError(
             f"The document store expects {store_dim}-dimensional embeddings but the DCSR towers produce {dim}: {fix}"
         )

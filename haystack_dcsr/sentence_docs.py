@@ -1,164 +1,23 @@
-"""The index layout: one Haystack Document per sentence, from which its passage can be rebuilt.
+"""The index layout as Haystack 1.x Documents (the layout itself: ``sentence_units``)."""
 
-A DCSR index holds one vector per sentence, so the document store holds one Document per
-sentence. Each sentence Document carries its passage's meta (so filters work on sentences) and
-where it sits in the passage (so the passage is rebuilt exactly, and encoded whole). Passages are
-therefore a *view* over their sentences: no text is stored twice, and deleting a passage's
-sentences deletes the passage.
-
-Stores write sentence Documents one by one, so re-writing a passage can leave sentences of its
-old version behind (``overwrite`` with fewer sentences keeps the old tail; ``skip`` with more adds
-the new tail). Every sentence therefore carries its passage's ``version`` (a fingerprint of text
-and sentence boundaries), and sentence ``#0`` -- which every version has, and which every write
-mode replaces or keeps together with the rest of its version -- is the authority: a sentence is
-*current* when its count and version equal those of its passage's sentence ``#0``. Stale
-sentences are never encoded as part of a passage, never retrieved and never shown.
-"""
-import hashlib
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, Sequence
 
 from haystack.schema import Document
 
+from haystack_dcsr.sentence_units import assemble_passage as assemble_parts
+from haystack_dcsr.sentence_units import sentence_parts
 from haystack_dcsr.splitting import Span
-
-META = "dcsr"  # one meta entry (a dict) per sentence: one SQL meta row, not seven
-SUPPORT = "dcsr_sentences"  # on returned passages: the retrieved sentences that support them
-
-
-class SentencePosition(NamedTuple):
-    """Where a sentence Document sits in its passage (``meta["dcsr"]``)."""
-
-    passage_id: str
-    index: int
-    count: int
-    start: int  # character span in the passage
-    end: int
-    gap: str  # whitespace between the previous sentence (or passage start) and this one
-    tail: str  # whitespace after the last sentence ("" on other sentences)
-    version: str = ""  # fingerprint of the passage version (stores written before versions: "")
-
-    def same_version(self, other: "SentencePosition") -> bool:
-        return self.count == other.count and self.version == other.version
-
-
-class PassageRef(NamedTuple):
-    """A passage version as the retriever saw it in its index: enough to read and check it."""
-
-    passage_id: str
-    count: int
-    version: str = ""
-
-    @classmethod
-    def of(cls, head: SentencePosition) -> "PassageRef":
-        return cls(head.passage_id, head.count, head.version)
-
-
-class IncompletePassageError(ValueError):
-    """The store does not hold every current sentence of a passage, so it cannot be rebuilt exactly."""
-
-
-def position(doc: Document) -> SentencePosition:
-    info = doc.meta.get(META) if doc.meta else None
-    if not isinstance(info, dict):
-        raise ValueError(
-            f"Document {doc.id!r} is not a DCSR sentence Document (no {META!r} in meta): "
-            "pass passages through SentencePreprocessor before indexing them"
-        )
-    return SentencePosition(**info)
-
-
-ID_SEPARATOR = "#"
-MAX_ID_LENGTH = 100  # Haystack's SQL stores ids in a String(100) column
-
-
-def sentence_id(passage_id: str, index: int) -> str:
-    return f"{passage_id}{ID_SEPARATOR}{index}"
-
-
-def parse_sentence_id(doc_id: str) -> Tuple[str, int]:
-    passage_id, sep, index = doc_id.rpartition(ID_SEPARATOR)
-    if not sep or not index.isdigit():
-        raise ValueError(
-            f"Document id {doc_id!r} is not a DCSR sentence id '<passage_id>{ID_SEPARATOR}<n>'. "
-            "Index passages through SentencePreprocessor so the store holds sentence Documents."
-        )
-    return passage_id, int(index)
-
-
-def head_id(passage_id: str) -> str:
-    """The id of sentence #0, the passage's authority on its current version."""
-    return sentence_id(passage_id, 0)
-
-
-def passage_version(text: str, spans: Sequence[Span]) -> str:
-    """A short fingerprint of a passage's text and its sentence boundaries."""
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8)
-    digest.update(repr([tuple(span) for span in spans]).encode("ascii"))
-    return digest.hexdigest()
 
 
 def sentence_documents(passage: Document, spans: Sequence[Span]) -> List[Document]:
     """The sentence Documents of ``passage`` split at ``spans`` (which tile it up to whitespace)."""
-    text = passage.content
-    if len(sentence_id(passage.id, len(spans))) > MAX_ID_LENGTH:
-        raise ValueError(
-            f"Passage id {passage.id[:40]!r}... is too long: sentence ids must fit in {MAX_ID_LENGTH} characters"
-        )
-    documents = []
-    previous_end = 0
-    version = passage_version(text, spans)
-    meta = {key: value for key, value in passage.meta.items() if key != META}
-    for index, (start, end) in enumerate(spans):
-        tail = text[end:] if index == len(spans) - 1 else ""
-        info = SentencePosition(passage.id, index, len(spans), start, end, text[previous_end:start], tail, version)
-        documents.append(
-            Document(content=text[start:end], id=sentence_id(passage.id, index), meta={**meta, META: info._asdict()})
-        )
-        previous_end = end
-    return documents
+    return [
+        Document(content=content, id=doc_id, meta=meta)
+        for doc_id, content, meta in sentence_parts(passage.id, passage.content, passage.meta, spans)
+    ]
 
 
-def assemble_passage(sentences: Iterable[Document]) -> Document:
-    """Rebuild the passage Document (id, exact text, meta) from all of its current sentence Documents.
-
-    Raises ``IncompletePassageError`` unless ``sentences`` are exactly sentences 0..count-1 of one
-    version (stale sentences of another version must be left out by the caller)."""
-    ordered = sorted(sentences, key=lambda doc: position(doc).index)
-    if not ordered:
-        raise IncompletePassageError("Cannot assemble a passage from no sentences")
-    positions = [position(doc) for doc in ordered]
-    first = positions[0]
-    if [p.index for p in positions] != list(range(first.count)) or not all(first.same_version(p) for p in positions):
-        raise IncompletePassageError(
-            f"Passage {first.passage_id!r} has {first.count} sentences but {len(ordered)} were found in the "
-            "document store (as sentences of one version of it)"
-        )
-    content = "".join(p.gap + doc.content for p, doc in zip(positions, ordered)) + positions[-1].tail
-    meta = {key: value for key, value in ordered[0].meta.items() if key not in (META, "vector_id")}
-    return Document(content=content, id=first.passage_id, meta=meta)
-
-
-def group_by_passage(sentences: Iterable[Document]) -> Dict[str, List[Document]]:
-    groups: Dict[str, List[Document]] = {}
-    for doc in sentences:
-        groups.setdefault(position(doc).passage_id, []).append(doc)
-    return groups
-
-
-def passage_sentence_ids(passage_id: str, sentence_count: int) -> List[str]:
-    return [sentence_id(passage_id, index) for index in range(sentence_count)]
-
-
-def current_sentences(ref: PassageRef, documents: Dict[str, Document]) -> Optional[List[Document]]:
-    """Sentences 0..count-1 of the passage version ``ref`` from ``documents`` (by id), or None when
-    one is missing or belongs to another version."""
-    sentences = []
-    for sid in passage_sentence_ids(ref.passage_id, ref.count):
-        doc = documents.get(sid)
-        if doc is None:
-            return None
-        where = position(doc)
-        if where.count != ref.count or where.version != ref.version:
-            return None
-        sentences.append(doc)
-    return sentences
+def assemble_passage(sentences: Sequence[Document]) -> Document:
+    """Rebuild the passage Document (id, exact text, meta) from all of its current sentence Documents."""
+    doc_id, content, meta = assemble_parts(sentences)
+    return Document(content=content, id=doc_id, meta=meta)

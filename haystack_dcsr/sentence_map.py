@@ -7,10 +7,11 @@ vectors at the end). A map is never changed in place: a change makes a new map t
 append-only passage list, so a search holding a map sees one consistent state while another
 thread updates the retriever's map.
 
-Only *current* sentences are mapped (see ``sentence_docs``): a vector whose row is a stale
+Only *current* sentences are mapped (see ``sentence_units``): a vector whose row is a stale
 sentence, whose passage has no sentence #0, or whose row is not a DCSR sentence maps to -1 and
 is never a hit.
 """
+
 import json
 import os
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
-from haystack_dcsr.sentence_docs import PassageRef, SentencePosition, sentence_id
+from haystack_dcsr.sentence_units import PassageRef, SentencePosition, sentence_id
 from haystack_dcsr.sql_rows import VectorRow
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
@@ -29,8 +30,14 @@ MAP_SUFFIX = ".dcsr-map.npz"  # beside the FAISS index file: index.faiss -> inde
 class SentenceMap:
     """vector id -> (passage key, sentence index); ``passages[key]`` is the passage version."""
 
-    def __init__(self, vector_passage: np.ndarray, vector_sentence: np.ndarray, passages: List[PassageRef],
-                 keys: Dict[str, int], ntotal: int):
+    def __init__(
+        self,
+        vector_passage: np.ndarray,
+        vector_sentence: np.ndarray,
+        passages: List[PassageRef],
+        keys: Dict[str, int],
+        ntotal: int,
+    ):
         self.vector_passage = vector_passage
         self.vector_sentence = vector_sentence
         self.passages = passages  # append-only: keys held by earlier hits stay valid
@@ -94,8 +101,9 @@ class SentenceMap:
     def sentence_id_at(self, vector_id: int) -> Optional[str]:
         if not 0 <= vector_id < len(self.vector_passage) or self.vector_passage[vector_id] < 0:
             return None
-        return sentence_id(self.passages[self.vector_passage[vector_id]].passage_id,
-                           int(self.vector_sentence[vector_id]))
+        return sentence_id(
+            self.passages[self.vector_passage[vector_id]].passage_id, int(self.vector_sentence[vector_id])
+        )
 
     def save(self, path: Union[str, Path]) -> None:
         """One ``.npz``: the two arrays, and the passage table as a few flat arrays (no pickle)."""
@@ -106,9 +114,16 @@ class SentenceMap:
         counts = np.array([ref.count for ref in self.passages], dtype=np.int32)
         meta = json.dumps({"format": MAP_FORMAT, "ntotal": self.ntotal}).encode("utf-8")
         temporary = f"{path}.tmp.npz"
-        np.savez(temporary, vector_passage=self.vector_passage, vector_sentence=self.vector_sentence,
-                 ids=np.frombuffer(ids, dtype=np.uint8), versions=versions, counts=counts, current=current,
-                 meta=np.frombuffer(meta, dtype=np.uint8))
+        np.savez(
+            temporary,
+            vector_passage=self.vector_passage,
+            vector_sentence=self.vector_sentence,
+            ids=np.frombuffer(ids, dtype=np.uint8),
+            versions=versions,
+            counts=counts,
+            current=current,
+            meta=np.frombuffer(meta, dtype=np.uint8),
+        )
         os.replace(temporary, path)  # never a half-written map under the real name
 
     @classmethod
@@ -119,11 +134,14 @@ class SentenceMap:
                 raise ValueError(f"{path}: not a DCSR vector map of format {MAP_FORMAT}")
             raw_ids = data["ids"].tobytes().decode("utf-8")
             ids = raw_ids.split("\n") if raw_ids or len(data["counts"]) else []
-            passages = [PassageRef(pid, int(count), version.decode("ascii"))
-                        for pid, count, version in zip(ids, data["counts"], data["versions"])]
+            passages = [
+                PassageRef(pid, int(count), version.decode("ascii"))
+                for pid, count, version in zip(ids, data["counts"], data["versions"])
+            ]
             keys = {passages[key].passage_id: int(key) for key in np.flatnonzero(data["current"])}
-            return cls(data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys,
-                       int(meta["ntotal"]))
+            return cls(
+                data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys, int(meta["ntotal"])
+            )
 
     def probe_ids(self, count: int = 4) -> List[int]:
         """A few mapped vector ids spread over the index (first, last and between), to check
@@ -145,7 +163,8 @@ def check_in_sync(rows: Sequence[VectorRow], ntotal: int, keeps_ids: bool, descr
     if len(rows) > ntotal or (not keeps_ids and largest >= ntotal):
         raise IndexOutOfSyncError(
             f"{describe}: its FAISS index holds {ntotal} vectors but SQL gives {len(rows)} documents vector ids up to "
-            f"{largest}, so stored ids point at vectors that are missing or belong to other sentences. Either documents "
+            f"{largest}, so stored ids point at vectors that are missing or belong to other sentences. "
+            f"Either documents "
             "were deleted from a FAISS index that renumbers its vectors (Flat, HNSW, PQ, SQ; to delete passages "
             "without this, use DCSRRetriever.delete_passages), or the store was opened on its SQL database without "
             "its saved FAISS index (load it with FAISSDocumentStore.load / faiss_index_path; "

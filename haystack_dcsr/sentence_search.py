@@ -13,6 +13,7 @@ Safe under threads and under batches with per-query filters: a search returns se
 ``Hits`` (they carry the passage table their keys point into), never keys into state that the
 next call rewrites; the map is replaced, not mutated; the cache and SQL reads hold locks.
 """
+
 import logging
 import threading
 from pathlib import Path
@@ -23,15 +24,15 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.sentence_docs import (
+from haystack_dcsr.sentence_docs import assemble_passage
+from haystack_dcsr.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync
+from haystack_dcsr.sentence_units import (
     PassageRef,
-    assemble_passage,
     current_sentences,
     head_id,
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync
 from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, vector_ids_matching, vector_rows
 
 logger = logging.getLogger(__name__)
@@ -72,8 +73,9 @@ class SentenceSearch:
         """The retriever is embedding documents for this store (``update_embeddings`` runs)."""
         self.invalidate()
 
-    def fetch_passages(self, refs: Iterable[PassageRef], known: Mapping[str, Document] = {}
-                       ) -> Dict[PassageRef, Optional[Passage]]:
+    def fetch_passages(
+        self, refs: Iterable[PassageRef], known: Mapping[str, Document] = {}
+    ) -> Dict[PassageRef, Optional[Passage]]:
         """Each passage version rebuilt from its sentences, or None where the store no longer holds
         all of that version's sentences (deleted, or re-written since it was indexed)."""
         result: Dict[PassageRef, Optional[Passage]] = {}
@@ -86,8 +88,10 @@ class SentenceSearch:
                 result[ref] = cached
         wanted = [sid for ref in uncached for sid in passage_sentence_ids(ref.passage_id, ref.count)]
         documents = {sid: known[sid] for sid in wanted if sid in known}
-        documents.update((doc.id, doc) for doc in fetch_documents(
-            self.document_store, [sid for sid in wanted if sid not in documents], self.index))
+        documents.update(
+            (doc.id, doc)
+            for doc in fetch_documents(self.document_store, [sid for sid in wanted if sid not in documents], self.index)
+        )
         for ref in uncached:
             sentences = current_sentences(ref, documents)
             result[ref] = None if sentences is None else (assemble_passage(sentences), sentences)
@@ -111,8 +115,13 @@ class SentenceSearch:
 class FaissSentenceSearch(SentenceSearch):
     """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit)."""
 
-    def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0,
-                 search_params: Optional[Mapping[str, float]] = None):
+    def __init__(
+        self,
+        document_store,
+        index: Optional[str] = None,
+        cache_size: int = 0,
+        search_params: Optional[Mapping[str, float]] = None,
+    ):
         super().__init__(document_store, index, cache_size)
         self.search_params = dict(search_params or {})
         self._map = SentenceMap.empty()
@@ -201,8 +210,10 @@ class FaissSentenceSearch(SentenceSearch):
         return all(now.get(v) == snapshot.sentence_id_at(v) for v in probes)
 
     def _read_heads(self, passage_ids: List[str]):
-        return {position(doc).passage_id: position(doc)
-                for doc in fetch_documents(self.document_store, [head_id(pid) for pid in passage_ids], self.index)}
+        return {
+            position(doc).passage_id: position(doc)
+            for doc in fetch_documents(self.document_store, [head_id(pid) for pid in passage_ids], self.index)
+        }
 
     def verify(self, hits: Iterable[Tuple[int, str, PassageRef]]) -> bool:
         """One indexed read of the returned passages' supporting rows: a map that another
@@ -239,8 +250,9 @@ class FaissSentenceSearch(SentenceSearch):
             allowed = np.array(vector_ids_matching(self.document_store, self.index, filters), dtype=np.int64)
             if len(allowed) == 0:
                 return [_no_hits() for _ in queries]
-            scores, vector_ids = _search_selected(faiss_index, queries, min(top_n, len(allowed)), allowed,
-                                                  self.search_params)
+            scores, vector_ids = _search_selected(
+                faiss_index, queries, min(top_n, len(allowed)), allowed, self.search_params
+            )
         else:
             scores, vector_ids = _search(faiss_index, queries, min(top_n, faiss_index.ntotal), self.search_params)
         hits = []
@@ -287,8 +299,9 @@ class StoreSentenceSearch(SentenceSearch):
             hit_keys.append(key)
             sentences.append(w.index)
         scores = np.array([docs[row].score for row in rows], dtype=np.float32)
-        return Hits(scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages,
-                    None, known)
+        return Hits(
+            scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages, None, known
+        )
 
 
 def saved_map_path(document_store) -> Optional[Path]:
@@ -302,15 +315,22 @@ def _no_hits() -> Hits:
     return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32), ())
 
 
-def sentence_search_for(document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0,
-                        search_params: Optional[Mapping[str, float]] = None) -> SentenceSearch:
+def sentence_search_for(
+    document_store: BaseDocumentStore,
+    index: Optional[str] = None,
+    cache_size: int = 0,
+    search_params: Optional[Mapping[str, float]] = None,
+) -> SentenceSearch:
     from haystack.document_stores import FAISSDocumentStore
 
     if isinstance(document_store, FAISSDocumentStore):
         return FaissSentenceSearch(document_store, index, cache_size, search_params)
     if search_params:
-        logger.warning("search_params %s apply to FAISS indexes only; %s ignores them", search_params,
-                       type(document_store).__name__)
+        logger.warning(
+            "search_params %s apply to FAISS indexes only; %s ignores them",
+            search_params,
+            type(document_store).__name__,
+        )
     return StoreSentenceSearch(document_store, index)
 
 
@@ -333,8 +353,9 @@ def search_parameters(faiss_index, params: Mapping[str, float], selector=None):
         outer = faiss.SearchParametersPreTransform(index_params=inner)
     elif isinstance(base, faiss.IndexRefine):
         inner = search_parameters(base.base_index, params, selector)
-        outer = faiss.IndexRefineSearchParameters(k_factor=float(params.get("k_factor", base.k_factor)),
-                                                  base_index_params=inner)
+        outer = faiss.IndexRefineSearchParameters(
+            k_factor=float(params.get("k_factor", base.k_factor)), base_index_params=inner
+        )
     else:
         inner = None
         if isinstance(base, faiss.IndexIVF):
@@ -370,8 +391,7 @@ def _search(faiss_index, queries: np.ndarray, k: int, params: Mapping[str, float
     return top_scores.numpy(), top.numpy().astype(np.int64)
 
 
-def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray,
-                     params: Mapping[str, float] = {}):
+def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarray, params: Mapping[str, float] = {}):
     """FAISS search restricted to the ``allowed`` vector ids, with the index type's own parameters."""
     import faiss
 
@@ -380,8 +400,10 @@ def _search_selected(faiss_index, queries: np.ndarray, k: int, allowed: np.ndarr
         return faiss_index.search(queries, k, params=search_parameters(faiss_index, params, selector))
     except RuntimeError:
         # index types without selector support: over-fetch and keep the allowed hits
-        logger.info("FAISS index %s has no ID selector support; filtering hits after search",
-                    type(faiss.downcast_index(faiss_index)).__name__)
+        logger.info(
+            "FAISS index %s has no ID selector support; filtering hits after search",
+            type(faiss.downcast_index(faiss_index)).__name__,
+        )
         scores, ids = _search(faiss_index, queries, min(faiss_index.ntotal, k * 10), params)
         keep = np.isin(ids, allowed)
         out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)

@@ -12,6 +12,7 @@ points the API at the YAML and runs it in the same process:
 
 One worker: a FAISS store lives in the process that loaded it (Haystack says the same).
 """
+
 import argparse
 import importlib.util
 import os
@@ -37,9 +38,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     os.environ["INDEXING_PIPELINE_NAME"] = args.indexing_pipeline
 
     import uvicorn
+    from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH
 
     import haystack_dcsr  # noqa: F401  (registers DCSRRetriever, SentencePreprocessor, ... before the YAML is read)
-    from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH
 
     uvicorn.run(app, host=args.host, port=args.port, workers=1)
 

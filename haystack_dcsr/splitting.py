@@ -6,6 +6,7 @@ nltk's Punkt does the splitting; its data cannot be downloaded on offline machin
 splitter uses, in order: parameters the user fitted on their own corpus (``fit``), nltk's shipped
 ``punkt_tab`` model when it is installed, or a built-in list of English abbreviations.
 """
+
 import json
 import logging
 import re
@@ -34,9 +35,27 @@ _NON_LATIN_ENDINGS = re.compile(r"(?<=[。！？｡︒।॥؟።])\s*")
 
 
 # The languages nltk ships Punkt models for (``punkt_tab``); offline, only English has built-in rules.
-PUNKT_LANGUAGES = ("czech", "danish", "dutch", "english", "estonian", "finnish", "french", "german", "greek", "italian",
-                   "malayalam", "norwegian", "polish", "portuguese", "russian", "slovene", "spanish", "swedish",
-                   "turkish")
+PUNKT_LANGUAGES = (
+    "czech",
+    "danish",
+    "dutch",
+    "english",
+    "estonian",
+    "finnish",
+    "french",
+    "german",
+    "greek",
+    "italian",
+    "malayalam",
+    "norwegian",
+    "polish",
+    "portuguese",
+    "russian",
+    "slovene",
+    "spanish",
+    "swedish",
+    "turkish",
+)
 
 
 def default_punkt_parameters(language: str = "english") -> PunktParameters:
@@ -59,7 +78,10 @@ def default_punkt_parameters(language: str = "english") -> PunktParameters:
                 "nltk's Punkt model for %r is not installed (offline: no punkt_tab data), so sentences are split with "
                 "English rules, which cut %s abbreviations and ordinals. Install it (python -m nltk.downloader "
                 "punkt_tab) or fit the splitter on your corpus: SentencePreprocessor(language=%r).fit(passages).",
-                language, language.capitalize(), language)
+                language,
+                language.capitalize(),
+                language,
+            )
         params = PunktParameters()
         params.abbrev_types = set(ENGLISH_ABBREVIATIONS)
         return params

@@ -6,6 +6,7 @@ table; DCSR reads hundreds of sentences per query and every sentence row when it
 index, so it reads plain columns here. A store's SQLAlchemy session is one object shared by every
 caller and is not thread-safe, so every read below holds that store's lock (``store_lock``).
 """
+
 import threading
 import weakref
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence
@@ -13,7 +14,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.sentence_docs import META, SentencePosition
+from haystack_dcsr.sentence_units import META, SentencePosition
 
 _SQL_BATCH = 5000
 _locks: "weakref.WeakKeyDictionary[BaseDocumentStore, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -43,7 +44,9 @@ class VectorRow(NamedTuple):
     where: Optional[SentencePosition]
 
 
-def fetch_documents(document_store: BaseDocumentStore, ids: Sequence[str], index: Optional[str] = None) -> List[Document]:
+def fetch_documents(
+    document_store: BaseDocumentStore, ids: Sequence[str], index: Optional[str] = None
+) -> List[Document]:
     """Documents by id (missing ids are left out), with ``meta["vector_id"]`` where they have one."""
     if not ids:
         return []
@@ -58,15 +61,18 @@ def fetch_documents(document_store: BaseDocumentStore, ids: Sequence[str], index
         # Select by id only and check the index in Python: with "index = ?" in the WHERE clause SQLite
         # picks the index on that column, which every row shares, and scans the whole table.
         for chunk in _chunks(list(ids)):
-            rows = session.query(DocumentORM.id, DocumentORM.index, DocumentORM.content, DocumentORM.content_type,
-                                 DocumentORM.vector_id).filter(DocumentORM.id.in_(chunk))
+            rows = session.query(
+                DocumentORM.id, DocumentORM.index, DocumentORM.content, DocumentORM.content_type, DocumentORM.vector_id
+            ).filter(DocumentORM.id.in_(chunk))
             for row in rows:
                 if row.index == index:
                     meta = {} if row.vector_id is None else {"vector_id": row.vector_id}
-                    documents[row.id] = Document(id=row.id, content=row.content, content_type=row.content_type,
-                                                 meta=meta)
-            metas = session.query(MetaDocumentORM.document_id, MetaDocumentORM.document_index, MetaDocumentORM.name,
-                                  MetaDocumentORM.value).filter(MetaDocumentORM.document_id.in_(chunk))
+                    documents[row.id] = Document(
+                        id=row.id, content=row.content, content_type=row.content_type, meta=meta
+                    )
+            metas = session.query(
+                MetaDocumentORM.document_id, MetaDocumentORM.document_index, MetaDocumentORM.name, MetaDocumentORM.value
+            ).filter(MetaDocumentORM.document_id.in_(chunk))
             for row in metas:
                 if row.document_index == index and row.document_id in documents:
                     documents[row.document_id].meta[row.name] = row.value
@@ -87,9 +93,11 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
     joined = and_(MetaDocumentORM.document_id == DocumentORM.id, func.coalesce(MetaDocumentORM.name, "") == META)
     with store_lock(document_store):
         session = document_store.session
-        base = (session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.document_index,
-                              MetaDocumentORM.value)
-                .outerjoin(MetaDocumentORM, joined).filter(DocumentORM.index == index))
+        base = (
+            session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.document_index, MetaDocumentORM.value)
+            .outerjoin(MetaDocumentORM, joined)
+            .filter(DocumentORM.index == index)
+        )
         if vector_ids is None:
             queries = [base.filter(DocumentORM.vector_id.isnot(None))]
         else:
@@ -123,8 +131,11 @@ def doc_ids_at(document_store, index: str, vector_ids: Sequence[int]) -> Dict[in
     from haystack.document_stores.sql import DocumentORM
 
     with store_lock(document_store):
-        rows = (document_store.session.query(DocumentORM.vector_id, DocumentORM.id)
-                .filter(DocumentORM.index == index, DocumentORM.vector_id.in_([str(v) for v in vector_ids])).all())
+        rows = (
+            document_store.session.query(DocumentORM.vector_id, DocumentORM.id)
+            .filter(DocumentORM.index == index, DocumentORM.vector_id.in_([str(v) for v in vector_ids]))
+            .all()
+        )
     return {int(vector_id): doc_id for vector_id, doc_id in rows}
 
 
@@ -150,9 +161,13 @@ def sentence_ids_of(document_store, index: str, passage_ids: Sequence[str]) -> L
     found = []
     with store_lock(document_store):
         for passage_id in dict.fromkeys(passage_ids):
-            rows = (document_store.session.query(DocumentORM.id)
-                    .filter(DocumentORM.id >= f"{passage_id}#", DocumentORM.id < f"{passage_id}$",
-                            DocumentORM.index == index).all())
+            rows = (
+                document_store.session.query(DocumentORM.id)
+                .filter(
+                    DocumentORM.id >= f"{passage_id}#", DocumentORM.id < f"{passage_id}$", DocumentORM.index == index
+                )
+                .all()
+            )
             for (doc_id,) in rows:
                 head, _, number = doc_id.rpartition("#")
                 if head == passage_id and number.isdigit():
@@ -165,6 +180,9 @@ def passage_head_ids(document_store, index: str) -> List[str]:
     from haystack.document_stores.sql import DocumentORM
 
     with store_lock(document_store):
-        rows = (document_store.session.query(DocumentORM.id)
-                .filter(DocumentORM.index == index, DocumentORM.id.like("%#0")).all())
+        rows = (
+            document_store.session.query(DocumentORM.id)
+            .filter(DocumentORM.index == index, DocumentORM.id.like("%#0"))
+            .all()
+        )
     return [doc_id for (doc_id,) in rows]

@@ -3,31 +3,45 @@
 Filters separate tenants or access rights: a batched query must never receive a passage outside
 its own filter, and a query answered from several threads must get what it gets alone.
 """
+
 import threading
 
 import pytest
 from haystack import Pipeline
-
-from haystack_dcsr import DCSRRetriever
 from test_store_consistency import STORE_KINDS, make_store, write
 
-QUERIES = ["When was the Eiffel Tower completed?", "Which wall divided Berlin?", "Where do bananas grow?",
-           "What is the largest planet?", "Who discovered penicillin?", "What is a gas giant?"]
+from haystack_dcsr import DCSRRetriever
+
+QUERIES = [
+    "When was the Eiffel Tower completed?",
+    "Which wall divided Berlin?",
+    "Where do bananas grow?",
+    "What is the largest planet?",
+    "Who discovered penicillin?",
+    "What is a gas giant?",
+]
 
 
 def title_filter(*titles):
     return {"title": list(titles)}
 
 
-PER_QUERY = [title_filter("Paris"), title_filter("Berlin", "Banana"), title_filter("Jupiter"),
-             title_filter("Penicillin", "Paris"), None, title_filter("Banana")]
+PER_QUERY = [
+    title_filter("Paris"),
+    title_filter("Berlin", "Banana"),
+    title_filter("Jupiter"),
+    title_filter("Penicillin", "Paris"),
+    None,
+    title_filter("Banana"),
+]
 
 
 @pytest.fixture(params=STORE_KINDS)
 def indexed(request, tmp_path, tiny_bert, corpus):
     store = make_store(request.param, tmp_path)
-    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500,
-                              top_k=3)
+    retriever = DCSRRetriever(
+        document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500, top_k=3
+    )
     write(store, corpus)
     store.update_embeddings(retriever)
     return store, retriever
@@ -52,7 +66,9 @@ def test_batched_filters_keep_every_query_inside_its_own_filter(indexed, how, sh
     else:
         pipeline = Pipeline()
         pipeline.add_node(retriever, name="Retriever", inputs=["Query"])
-        output = pipeline.run_batch(queries=QUERIES, params={"Retriever": {"filters": filters[0] if shared else filters}})
+        output = pipeline.run_batch(
+            queries=QUERIES, params={"Retriever": {"filters": filters[0] if shared else filters}}
+        )
         batched = output["documents"]
     assert view(batched) == view(one_by_one)
     for query_filter, docs in zip(filters, batched):

@@ -2,20 +2,22 @@ import numpy as np
 import pytest
 import torch
 
-from haystack_dcsr.encoder import PassageEncoder, QueryTower, plan_windows
+from haystack_dcsr.encoder import PassageTower, QueryTower, plan_windows
 from haystack_dcsr.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
 
 
 @pytest.fixture(scope="module")
 def marker_encoder(tiny_bert):
-    return PassageEncoder(tiny_bert)
+    return PassageTower(tiny_bert)
 
 
 def test_marker_is_added_once_and_marks_every_sentence(marker_encoder):
     assert marker_encoder.tokenizer.convert_ids_to_tokens(marker_encoder.marker_id) == "<sent>"
     windows, n = marker_encoder.windows([["One short sentence.", "Another one."]])
     ids = windows[0].input_ids
-    assert n == 2 and ids[0] == marker_encoder.tokenizer.cls_token_id and ids[-1] == marker_encoder.tokenizer.sep_token_id
+    assert (
+        n == 2 and ids[0] == marker_encoder.tokenizer.cls_token_id and ids[-1] == marker_encoder.tokenizer.sep_token_id
+    )
     assert ids.count(marker_encoder.marker_id) == 2
     assert [ids[start] for _, start, _ in windows[0].segments] == [marker_encoder.marker_id] * 2
 
@@ -46,8 +48,8 @@ def test_a_sentence_longer_than_a_window_is_truncated_not_dropped(marker_encoder
 
 
 def test_windowed_vectors_equal_unwindowed_when_the_passage_fits(tiny_bert):
-    short = PassageEncoder(tiny_bert)
-    roomy = PassageEncoder(tiny_bert, max_length=512)
+    short = PassageTower(tiny_bert)
+    roomy = PassageTower(tiny_bert, max_length=512)
     sentences = ["Alpha beta gamma.", "Delta epsilon.", "Zeta eta theta iota."]
     np.testing.assert_allclose(short.encode([sentences]), roomy.encode([sentences]), atol=1e-5)
 
@@ -66,7 +68,7 @@ def test_plan_windows_partitions_and_respects_budget():
 
 
 def test_mean_pooling_is_the_mean_of_the_sentence_tokens(tiny_bert_mean):
-    encoder = PassageEncoder(tiny_bert_mean, precision="fp32")
+    encoder = PassageTower(tiny_bert_mean, precision="fp32")
     assert encoder.marker_id is None
     windows, _ = encoder.windows([["Alpha beta.", "Gamma delta epsilon."]])
     (row0, s0, e0), (row1, s1, e1) = windows[0].segments
@@ -112,7 +114,7 @@ def test_saved_tower_loads_with_its_marker_and_config(tmp_path, marker_encoder):
     tokenizer, model, config = load_tower(str(tmp_path / "tower"))
     assert config == marker_encoder.config
     assert len(tokenizer) == len(marker_encoder.tokenizer) == model.get_input_embeddings().weight.shape[0]
-    again = PassageEncoder(str(tmp_path / "tower"))
+    again = PassageTower(str(tmp_path / "tower"))
     sentences = [["Alpha.", "Beta gamma."]]
     np.testing.assert_allclose(again.encode(sentences), marker_encoder.encode(sentences), atol=1e-6)
 
@@ -137,7 +139,7 @@ def test_bad_encoder_config_values_are_rejected():
 
 
 def test_passage_level_tower_reads_each_passage_as_one_text(tiny_bert):
-    tower = PassageEncoder(tiny_bert, pooling="cls", level="passage", device="cpu")
+    tower = PassageTower(tiny_bert, pooling="cls", level="passage", device="cpu")
     texts = ["Paris is the capital of France. It is large.", "Berlin is in Germany."]
     vectors = tower.encode([[t] for t in texts])
     expected = tower.encode_texts(texts)

@@ -1,19 +1,20 @@
 """Bad input gets an error that names the parameter, file or path and says what to do; nothing
 already stored is touched. (Item 8 of the "nothing lost" issue.)"""
+
 import gzip
 import json
 
 import pytest
+from conftest import make_records, make_tiny_bert
 from haystack.errors import PipelineConfigError
 from haystack.schema import Document
-
-from conftest import make_records, make_tiny_bert
-from haystack_dcsr import DCSRRetriever, SentencePreprocessor, load_pipeline
 from test_store_consistency import make_store, write
-from trainer import cli
-from trainer.config import ConfigError, TrainConfig
-from trainer.data import DataError, load_records
-from trainer.engine import CheckpointError, Trainer
+
+from haystack_dcsr import DCSRRetriever, SentencePreprocessor, load_pipeline
+from haystack_dcsr.training import cli
+from haystack_dcsr.training.config import ConfigError, TrainConfig
+from haystack_dcsr.training.data import DataError, load_records
+from haystack_dcsr.training.engine import CheckpointError, Trainer
 
 
 @pytest.mark.parametrize("kind", ["faiss-flat", "memory"])
@@ -48,8 +49,9 @@ def test_model_code_is_never_run_or_asked_about(tmp_path, tiny_bert, monkeypatch
         DCSRRetriever(query_model=str(custom))
 
 
-@pytest.mark.parametrize("name, content", [("bad.jsonl", b"\xff\xfe{not utf-8}\n"),
-                                           ("bad.jsonl.gz", b"plain text, not gzip\n")])
+@pytest.mark.parametrize(
+    "name, content", [("bad.jsonl", b"\xff\xfe{not utf-8}\n"), ("bad.jsonl.gz", b"plain text, not gzip\n")]
+)
 def test_unreadable_training_files_are_named(tmp_path, name, content):
     path = tmp_path / name
     path.write_bytes(content)
@@ -79,8 +81,17 @@ def test_config_values_of_the_wrong_type_name_the_field(capsys):
 def test_a_corrupted_checkpoint_is_named_with_what_to_do(tmp_path, tiny_bert, damage):
     import torch
 
-    config = TrainConfig(base_model=tiny_bert, output_dir=str(tmp_path / "run"), batch_size=8, max_steps=2,
-                         checkpoint_every=1, log_every=0, max_passage_len=64, precision="fp32", warmup_steps=0)
+    config = TrainConfig(
+        base_model=tiny_bert,
+        output_dir=str(tmp_path / "run"),
+        batch_size=8,
+        max_steps=2,
+        checkpoint_every=1,
+        log_every=0,
+        max_passage_len=64,
+        precision="fp32",
+        warmup_steps=0,
+    )
     Trainer(config, records=make_records(16)).train(resume=False)
     state = tmp_path / "run" / "checkpoint" / "state.pt"
     if damage == "truncate":
@@ -106,14 +117,23 @@ pipelines:
 """
 
 
-@pytest.mark.parametrize("params, message", [
-    ("top_n_sentence: 10", r"component 'Retriever' \(DCSRRetriever\) has no parameter 'top_n_sentence' "
-                           r"\(did you mean 'top_n_sentences'\?\)"),
-    ("top_k: ten", r"component 'Retriever' \(DCSRRetriever\), parameter 'top_k': 'ten' is not of type 'integer'"),
-    ("temperature: -1", r"Failed loading pipeline component 'Retriever': ValueError: DCSRRetriever: temperature "
-                        r"must be a number > 0, or null, got -1"),
-    ("pooling: max", r"pooling must be one of \('marker', 'mean', 'cls'\), got 'max'"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (
+            "top_n_sentence: 10",
+            r"component 'Retriever' \(DCSRRetriever\) has no parameter 'top_n_sentence' "
+            r"\(did you mean 'top_n_sentences'\?\)",
+        ),
+        ("top_k: ten", r"component 'Retriever' \(DCSRRetriever\), parameter 'top_k': 'ten' is not of type 'integer'"),
+        (
+            "temperature: -1",
+            r"Failed loading pipeline component 'Retriever': ValueError: DCSRRetriever: temperature "
+            r"must be a number > 0, or null, got -1",
+        ),
+        ("pooling: max", r"pooling must be one of \('marker', 'mean', 'cls'\), got 'max'"),
+    ],
+)
 def test_yaml_mistakes_name_the_component_and_parameter_at_load_time(tmp_path, tiny_bert, params, message):
     path = tmp_path / "p.yml"
     path.write_text(YAML.format(model=tiny_bert, params=params))
@@ -124,8 +144,14 @@ def test_yaml_mistakes_name_the_component_and_parameter_at_load_time(tmp_path, t
 
 
 def test_bad_values_are_refused_at_construction(tiny_bert):
-    for bad in [dict(top_n_sentences=0), dict(temperature=0), dict(max_seq_len=3), dict(batch_size=0),
-                dict(passage_cache_size=-1), dict(top_k=True)]:
+    for bad in [
+        dict(top_n_sentences=0),
+        dict(temperature=0),
+        dict(max_seq_len=3),
+        dict(batch_size=0),
+        dict(passage_cache_size=-1),
+        dict(top_k=True),
+    ]:
         with pytest.raises(ValueError, match=f"DCSRRetriever: {next(iter(bad))} must be"):
             DCSRRetriever(query_model=tiny_bert, **bad)
 
@@ -137,4 +163,5 @@ def test_bad_input_to_the_preprocessor_changes_nothing_stored(tmp_path, corpus):
         write(store, [Document("New text.", id=corpus[0].id), Document("Other text.", id=corpus[0].id)])
     assert store.get_document_count() == 15
     assert SentencePreprocessor.passages_from_sentences(store.get_all_documents())[0].content in {
-        d.content for d in corpus}
+        d.content for d in corpus
+    }

@@ -1,17 +1,18 @@
 """Models that travel: hub names read their own settings like folders (a local stand-in for the hub
 cache, offline), sentence-transformers loads saved towers with the right pooling or refuses
 clearly, trained runs carry a model card, and publishing goes through the hub API (mocked)."""
+
 import json
 import shutil
 
 import numpy as np
 import pytest
-
 from conftest import make_records, make_tiny_bert
+
 from haystack_dcsr import QueryEncoder
-from trainer import cli
-from trainer.config import TrainConfig
-from trainer.engine import Trainer
+from haystack_dcsr.training import cli
+from haystack_dcsr.training.config import TrainConfig
+from haystack_dcsr.training.engine import Trainer
 
 QUESTIONS = ["who discovered penicillin?", "what is the largest planet?"]
 
@@ -48,10 +49,15 @@ def test_a_hub_name_in_sentence_transformers_layout_reads_its_pooling(tmp_path, 
     local = tmp_path / "st"
     make_tiny_bert(local, pooling="cls")
     (local / "dcsr_encoder.json").unlink()  # only sentence-transformers' own files say how it pools
-    (local / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (local / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            ]
+        )
+    )
     (local / "1_Pooling").mkdir()
     (local / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
     config = QueryEncoder(hub_cache("someone/tiny-cos", local), progress_bar=False).tower.config
@@ -86,19 +92,31 @@ def test_a_trained_run_has_a_model_card_and_publishes_through_the_hub_api(tmp_pa
     from huggingface_hub import HfApi
 
     model = make_tiny_bert(tmp_path / "base", max_length=128)
-    config = TrainConfig(base_model=model, output_dir=str(tmp_path / "run"), batch_size=8, max_steps=3,
-                         checkpoint_every=0, log_every=0, max_passage_len=64, precision="fp32", warmup_steps=0)
+    config = TrainConfig(
+        base_model=model,
+        output_dir=str(tmp_path / "run"),
+        batch_size=8,
+        max_steps=3,
+        checkpoint_every=0,
+        log_every=0,
+        max_passage_len=64,
+        precision="fp32",
+        warmup_steps=0,
+    )
     Trainer(config, records=make_records(16), dev_records=make_records(8)).train(resume=False)
     card = (tmp_path / "run" / "last" / "README.md").read_text()
     assert f"base_model: {model}" in card and "dev in-batch accuracy" in card and "| training steps | 3 |" in card
     assert '| `negatives` | "+1 in-passage +1 BM25 random" |' in card
     calls = []
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
-    monkeypatch.setattr(HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw["repo_id"],
-                                                                                   kw["folder_path"])))
+    monkeypatch.setattr(
+        HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw["repo_id"], kw["folder_path"]))
+    )
     cli.main(["publish", str(tmp_path / "run" / "last"), "me/dcsr-tiny", "--private"])
-    assert calls == [("create", "me/dcsr-tiny", {"private": True, "exist_ok": True}),
-                     ("upload", "me/dcsr-tiny", str(tmp_path / "run" / "last"))]
+    assert calls == [
+        ("create", "me/dcsr-tiny", {"private": True, "exist_ok": True}),
+        ("upload", "me/dcsr-tiny", str(tmp_path / "run" / "last")),
+    ]
     assert "https://huggingface.co/me/dcsr-tiny" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no DCSR tower"):

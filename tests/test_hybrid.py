@@ -1,18 +1,18 @@
 """Hybrid BM25 + DCSR as a Haystack pipeline: the benchmark's fusion, ids that match across
 branches, per-query filters in batches, and the YAML definition."""
-import sys
+
 from pathlib import Path
 
 import pytest
 from haystack import Pipeline
 from haystack.nodes import BM25Retriever
 from haystack.schema import Document
-
-from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
-from haystack_dcsr.fusion import fuse
 from test_store_consistency import make_store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
+from haystack_dcsr.evaluation import fuse_rankings
+from haystack_dcsr.fusion import fuse
+
 QUERIES = ["Who discovered penicillin?", "capital of Germany", "largest planet gas giant", "Eiffel Tower 1889"]
 YAML = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "hybrid.haystack-pipeline.yml"
 
@@ -42,13 +42,11 @@ def hybrid(tmp_path, tiny_bert, corpus):
 
 
 def test_the_pipeline_reproduces_the_benchmark_fusion(hybrid, corpus):
-    from squad_open import hybrid as benchmark_hybrid
-
     pipeline, dcsr, bm25 = hybrid
     for query in QUERIES:
         dense = [(d.id, d.score) for d in dcsr.retrieve(query, top_k=100)]
         sparse = [(d.id, d.score) for d in bm25.retrieve(query, top_k=100)]
-        expected = benchmark_hybrid([dense], [sparse])[0][:4]
+        expected = fuse_rankings([dense], [sparse])[0][:4]
         got = pipeline.run(query=query)["documents"]
         assert [(d.id, round(d.score, 9)) for d in got] == [(pid, round(s, 9)) for pid, s in expected]
         by_id = {d.id: d.content for d in corpus}
@@ -63,14 +61,19 @@ def test_batched_hybrid_queries_stay_inside_their_own_filters(hybrid):
     batched = pipeline.run_batch(queries=QUERIES, params={"DCSR": {"filters": filters}, "BM25": {"filters": filters}})
     for query, query_filter, docs in zip(QUERIES, filters, batched["documents"]):
         assert docs and all(query_filter is None or d.meta["title"] in query_filter["title"] for d in docs)
-        single = pipeline.run(query=query, params={"DCSR": {"filters": query_filter}, "BM25": {"filters": query_filter}})
+        single = pipeline.run(
+            query=query, params={"DCSR": {"filters": query_filter}, "BM25": {"filters": query_filter}}
+        )
         assert [d.id for d in single["documents"]] == [d.id for d in docs]
 
 
 def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert, corpus, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the YAML's SQLite file lands here
-    text = YAML.read_text().replace("embedding_dim: 384", "embedding_dim: 32").replace(
-        "document_store: SentenceStore", f"document_store: SentenceStore\n      query_model: {tiny_bert}")
+    text = (
+        YAML.read_text()
+        .replace("embedding_dim: 384", "embedding_dim: 32")
+        .replace("document_store: SentenceStore", f"document_store: SentenceStore\n      query_model: {tiny_bert}")
+    )
     (tmp_path / "hybrid.yml").write_text(text)  # the shipped file, with the tiny test model
     pipeline = load_pipeline(tmp_path / "hybrid.yml", pipeline_name="search")
     pipeline.get_node("BM25").document_store.write_documents(corpus)

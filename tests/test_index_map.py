@@ -1,14 +1,15 @@
 """The FAISS vector map saved beside the index: loaded instead of a full SQL scan, extended with
 new vectors only, and never out of step with the store (counts of documents, vectors and map
 entries agree after add, delete, save/load and an interrupted update)."""
+
 import numpy as np
 import pytest
 from haystack.document_stores import FAISSDocumentStore
 from haystack.schema import Document
+from test_store_consistency import TEXTS, everything, make_store, ranked, write
 
 import haystack_dcsr.sentence_search as sentence_search
 from haystack_dcsr import DCSRRetriever
-from test_store_consistency import TEXTS, everything, make_store, ranked, write
 
 
 def make_retriever(tiny_bert, store):
@@ -88,8 +89,9 @@ class Interrupt(Exception):
     pass
 
 
-def test_an_update_interrupted_between_faiss_and_sql_leaves_everything_consistent(tmp_path, tiny_bert, corpus,
-                                                                                  monkeypatch):
+def test_an_update_interrupted_between_faiss_and_sql_leaves_everything_consistent(
+    tmp_path, tiny_bert, corpus, monkeypatch
+):
     store = make_store("faiss-flat", tmp_path)
     retriever = make_retriever(tiny_bert, store)
     write(store, corpus[:3])
@@ -147,10 +149,12 @@ def test_index_presets_build_train_and_rank_like_the_exact_index(tmp_path, tiny_
 
     settings = INDEX_PRESETS[preset]
     exact = make_store("faiss-flat", tmp_path, "exact")
-    store = FAISSDocumentStore(sql_url=f"sqlite:///{tmp_path / 'preset.db'}", embedding_dim=32, progress_bar=False,
-                               **settings.store_params)
-    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False,
-                              **settings.retriever_params)
+    store = FAISSDocumentStore(
+        sql_url=f"sqlite:///{tmp_path / 'preset.db'}", embedding_dim=32, progress_bar=False, **settings.store_params
+    )
+    retriever = DCSRRetriever(
+        document_store=store, query_model=tiny_bert, progress_bar=False, **settings.retriever_params
+    )
     for s in (store, exact):
         write(s, corpus)
     assert retriever.train_index() == (15 if settings.needs_training(32) else 0)

@@ -1,4 +1,5 @@
 """Every MEQ rule accepts one pair and rejects one; mining and calibration on hand-made data."""
+
 import numpy as np
 import pytest
 
@@ -36,20 +37,31 @@ def test_question_word_rule():
     meq = MEQFilter()
     assert question_word(words("How many people live in Paris?")) == "how"
     assert question_word(words("Is Paris big?")) == "is"
-    assert meq.check("When did Paris host the Olympics?", "When did London host the Olympics?",
-                     ["1924"], ["1908"]).accepted
-    verdict = meq.check("When did Paris host the Olympics?", "Where did Paris host the Olympics?", ["1924"], ["Colombes"])
+    assert meq.check(
+        "When did Paris host the Olympics?", "When did London host the Olympics?", ["1924"], ["1908"]
+    ).accepted
+    verdict = meq.check(
+        "When did Paris host the Olympics?", "Where did Paris host the Olympics?", ["1924"], ["Colombes"]
+    )
     assert (verdict.accepted, verdict.reason) == (False, "question word")
 
 
 def test_trivial_addition_rule():
     meq = MEQFilter()
-    added = meq.check("Who was the president of France?", "Who was the first president of France?",
-                      ["Macron"], ["Louis-Napoleon Bonaparte"])
+    added = meq.check(
+        "Who was the president of France?",
+        "Who was the first president of France?",
+        ["Macron"],
+        ["Louis-Napoleon Bonaparte"],
+    )
     assert (added.accepted, added.reason) == (False, "trivial addition")
     # the same word swapped in (not only added) is a real edit
-    assert meq.check("Who was the last president of France?", "Who was the first president of France?",
-                     ["Macron"], ["Louis-Napoleon Bonaparte"]).accepted
+    assert meq.check(
+        "Who was the last president of France?",
+        "Who was the first president of France?",
+        ["Macron"],
+        ["Louis-Napoleon Bonaparte"],
+    ).accepted
     assert only_trivial_addition(words("a b"), words("a not b"), 1)
     assert not only_trivial_addition(words("a b"), words("a green b"), 1)
 

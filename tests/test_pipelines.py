@@ -1,7 +1,9 @@
 """The shipped YAML pipelines and Haystack's evaluation, with the real offline MiniLM (integration)."""
+
 from pathlib import Path
 
 import pytest
+from conftest import QUESTIONS
 from haystack import Pipeline
 from haystack.document_stores import FAISSDocumentStore
 from haystack.pipelines import DocumentSearchPipeline
@@ -10,7 +12,6 @@ from haystack.schema import Answer, Label, MultiLabel
 import haystack_dcsr  # noqa: F401  (registers the nodes for YAML)
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.metrics import eval_result_hit_ranks, top_k_accuracy
-from conftest import QUESTIONS
 
 PIPELINES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo"
@@ -19,13 +20,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def minilm_index(tmp_path_factory, request):
-    from haystack.schema import Document
     from conftest import CORPUS
+    from haystack.schema import Document
 
     corpus = [Document(content=text, meta={"title": title}) for title, text in CORPUS]
     path = tmp_path_factory.mktemp("minilm")
-    store = FAISSDocumentStore(sql_url=f"sqlite:///{path}/s.db", embedding_dim=384, faiss_index_factory_str="Flat",
-                               progress_bar=False)
+    store = FAISSDocumentStore(
+        sql_url=f"sqlite:///{path}/s.db", embedding_dim=384, faiss_index_factory_str="Flat", progress_bar=False
+    )
     retriever = DCSRRetriever(document_store=store, progress_bar=False)
     store.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
     store.update_embeddings(retriever)
@@ -63,14 +65,24 @@ def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert):
 
 
 def test_pipeline_eval_reports_recall_and_feeds_our_metrics(minilm_index):
-    from haystack.schema import Document
     from conftest import CORPUS
+    from haystack.schema import Document
 
     store, retriever, ids = minilm_index
     gold = {title: Document(content=text, id=ids[title]) for title, text in CORPUS}
     labels = [
-        MultiLabel(labels=[Label(query=q, answer=Answer(answer=title), document=gold[title], is_correct_answer=True,
-                                 is_correct_document=True, origin="gold-label")])
+        MultiLabel(
+            labels=[
+                Label(
+                    query=q,
+                    answer=Answer(answer=title),
+                    document=gold[title],
+                    is_correct_answer=True,
+                    is_correct_document=True,
+                    origin="gold-label",
+                )
+            ]
+        )
         for q, title in QUESTIONS
     ]
     result = DocumentSearchPipeline(retriever).eval(labels=labels, params={"Retriever": {"top_k": 2}})

@@ -1,9 +1,10 @@
 """DCSR over a real vector engine through its Haystack 1.x store: Qdrant (qdrant-haystack), in-process
 here, or the server at QDRANT_URL. It must rank exactly as FAISS Flat does."""
+
 import pytest
+from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever
-from test_store_consistency import make_store, write
 
 pytestmark = pytest.mark.qdrant
 QUERIES = ["Who discovered penicillin?", "largest planet", "capital of Germany", "Where do bananas grow?"]
@@ -29,9 +30,9 @@ def test_qdrant_ranks_exactly_as_faiss_flat(pair, filters):
     faiss, qdrant, retriever = pair
     expected = retriever.retrieve_batch(QUERIES, filters=filters, top_k=5, document_store=faiss)
     assert view(retriever.retrieve_batch(QUERIES, filters=filters, top_k=5, document_store=qdrant)) == view(expected)
-    assert [[s["text"] for s in d.meta["dcsr_sentences"]] for d in
-            retriever.retrieve(QUERIES[0], document_store=qdrant)] == [
-        [s["text"] for s in d.meta["dcsr_sentences"]] for d in retriever.retrieve(QUERIES[0], document_store=faiss)]
+    assert [
+        [s["text"] for s in d.meta["dcsr_sentences"]] for d in retriever.retrieve(QUERIES[0], document_store=qdrant)
+    ] == [[s["text"] for s in d.meta["dcsr_sentences"]] for d in retriever.retrieve(QUERIES[0], document_store=faiss)]
 
 
 def test_deleting_passages_on_qdrant(pair, corpus):
@@ -40,4 +41,5 @@ def test_deleting_passages_on_qdrant(pair, corpus):
         assert retriever.delete_passages([corpus[4].id], document_store=store) == 3
         assert store.get_document_count() == 12
     assert view(retriever.retrieve_batch(QUERIES, document_store=qdrant)) == view(
-        retriever.retrieve_batch(QUERIES, document_store=faiss))
+        retriever.retrieve_batch(QUERIES, document_store=faiss)
+    )

@@ -1,5 +1,6 @@
 """The README's quick start and hybrid snippets run as written, twice in the same folder (a re-run
 used to fail on the SQL database the first run left behind)."""
+
 import os
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo"
 def snippet(heading: str) -> str:
     """The first ```python block after ``heading``."""
     text = README.read_text()
-    return re.search(r"```python\n(.*?)```", text[text.index(heading):], re.S).group(1)
+    return re.search(r"```python\n(.*?)```", text[text.index(heading) :], re.S).group(1)
 
 
 def test_quick_start_runs_as_written_and_again(tmp_path, monkeypatch):
@@ -30,8 +31,12 @@ def test_quick_start_runs_as_written_and_again(tmp_path, monkeypatch):
 
 def test_hybrid_snippet_runs_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    passages = [Document(content=p.strip(), meta={"name": f.stem}) for f in sorted(DEMO.glob("*.txt"))
-                for p in f.read_text().split("\n\n") if p.strip()]
+    passages = [
+        Document(content=p.strip(), meta={"name": f.stem})
+        for f in sorted(DEMO.glob("*.txt"))
+        for p in f.read_text().split("\n\n")
+        if p.strip()
+    ]
     code = snippet("### Hybrid search").replace('"Who discovered penicillin?"', '"Who decoded the waggle dance?"')
     code = code.replace("hybrid.run(query=", "answer = hybrid.run(query=")
     scope = {"passages": passages}

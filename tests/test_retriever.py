@@ -1,4 +1,5 @@
 """DCSRRetriever mechanics on a tiny random BERT: storage, filters, persistence, bad input."""
+
 import numpy as np
 import pytest
 from haystack.document_stores import FAISSDocumentStore, InMemoryDocumentStore
@@ -12,8 +13,12 @@ def sentences_of(corpus):
 
 
 def faiss_store(tmp_path, dim=32, factory="Flat", name="store"):
-    return FAISSDocumentStore(sql_url=f"sqlite:///{tmp_path / name}.db", embedding_dim=dim,
-                              faiss_index_factory_str=factory, progress_bar=False)
+    return FAISSDocumentStore(
+        sql_url=f"sqlite:///{tmp_path / name}.db",
+        embedding_dim=dim,
+        faiss_index_factory_str=factory,
+        progress_bar=False,
+    )
 
 
 def index(store, retriever, corpus, batch_size=None):
@@ -109,7 +114,8 @@ def test_filters_per_query_in_retrieve_batch(tmp_path, retriever, corpus):
     assert [d.meta["title"] for d in out[0]] == ["Jupiter"] and len(out[1]) == 5
     single = [retriever.retrieve(q, top_k=5, document_store=store) for q in ["c", "d"]]
     assert [ranking(r) for r in retriever.retrieve_batch(["c", "d"], top_k=5, document_store=store)] == [
-        ranking(r) for r in single]
+        ranking(r) for r in single
+    ]
 
 
 def test_saved_store_and_retriever_give_identical_rankings(tmp_path, retriever, corpus):
@@ -190,7 +196,9 @@ def test_passage_cache_serves_repeats_and_is_cleared_when_the_index_changes(tmp_
     store = faiss_store(tmp_path)
     index(store, cached, corpus[:4])
     for query in ["one", "two", "one"]:
-        assert ranking(cached.retrieve(query, document_store=store)) == ranking(uncached.retrieve(query, document_store=store))
+        assert ranking(cached.retrieve(query, document_store=store)) == ranking(
+            uncached.retrieve(query, document_store=store)
+        )
     search = cached._search_for(store, None)
     assert len(search._cache) == 3  # bounded
     changed = Document(content="Paris is in France. It changed. Three sentences.", id=corpus[0].id, meta={"title": "P"})

@@ -2,13 +2,8 @@ import pytest
 from haystack.schema import Document
 
 from haystack_dcsr.preprocessor import SentencePreprocessor
-from haystack_dcsr.sentence_docs import (
-    assemble_passage,
-    parse_sentence_id,
-    passage_version,
-    sentence_documents,
-    sentence_id,
-)
+from haystack_dcsr.sentence_docs import assemble_passage, sentence_documents
+from haystack_dcsr.sentence_units import parse_sentence_id, passage_version, sentence_id
 from haystack_dcsr.splitting import SentenceSplitter
 
 
@@ -27,8 +22,16 @@ def test_sentence_documents_link_to_their_passage():
     assert [d.content for d in docs] == ["One here.", "Two there."]
     assert docs[1].meta["title"] == "T"
     version = passage_version(passage.content, spans)
-    assert docs[1].meta["dcsr"] == {"passage_id": "p1", "index": 1, "count": 2, "start": 13, "end": 23,
-                                    "gap": "  ", "tail": "\n", "version": version}
+    assert docs[1].meta["dcsr"] == {
+        "passage_id": "p1",
+        "index": 1,
+        "count": 2,
+        "start": 13,
+        "end": 23,
+        "gap": "  ",
+        "tail": "\n",
+        "version": version,
+    }
     assert docs[0].meta["dcsr"]["version"] == version and len(version) == 16
     assert docs[0].meta["dcsr"]["tail"] == "" and docs[0].meta["dcsr"]["gap"] == "  "
 
@@ -80,12 +83,16 @@ def test_preprocessor_saves_fitted_punkt(tmp_path, corpus):
     node = SentencePreprocessor(progress_bar=False).fit(corpus)
     node.save(tmp_path / "punkt.json")
     again = SentencePreprocessor(punkt_params_path=str(tmp_path / "punkt.json"), progress_bar=False)
-    assert [d.content for d in again.process(corpus)["documents"]] == [d.content for d in node.process(corpus)["documents"]]
+    assert [d.content for d in again.process(corpus)["documents"]] == [
+        d.content for d in node.process(corpus)["documents"]
+    ]
 
 
 def test_preprocessor_without_splitting_keeps_each_passage_whole():
     passage = Document(content="  Paris is big. It is old.\n", id="p1", meta={"title": "Paris"})
-    units = SentencePreprocessor(split_sentences=False, progress_bar=False).process([passage, Document(content=" ", id="e")])
+    units = SentencePreprocessor(split_sentences=False, progress_bar=False).process(
+        [passage, Document(content=" ", id="e")]
+    )
     [unit] = units["documents"]
     assert unit.content == "Paris is big. It is old." and unit.id == "p1#0" and unit.meta["title"] == "Paris"
     assert units["skipped"] == ["e"]

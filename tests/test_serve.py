@@ -1,6 +1,7 @@
 """Serving YAML pipelines through Haystack 1.x's REST API: the launcher registers the DCSR nodes in
 the process that reads the YAML. ``rest_api`` and ``uvicorn`` are stood in for by two small modules
 doing what they do (the API loads PIPELINE_YAML_PATH with a plain Pipeline.load_from_yaml at import)."""
+
 import subprocess
 import sys
 import textwrap
@@ -14,25 +15,35 @@ ROOT = Path(__file__).resolve().parents[1]
 def stand_ins(directory: Path) -> Path:
     (directory / "rest_api").mkdir(parents=True)
     (directory / "rest_api" / "__init__.py").write_text("")
-    (directory / "rest_api" / "application.py").write_text(textwrap.dedent("""
+    (directory / "rest_api" / "application.py").write_text(
+        textwrap.dedent("""
         import os
         from pathlib import Path
         from haystack import Pipeline
         pipeline = Pipeline.load_from_yaml(Path(os.environ["PIPELINE_YAML_PATH"]),
                                            pipeline_name=os.environ["QUERY_PIPELINE_NAME"])
         app = {"pipeline": pipeline}
-    """))
-    (directory / "uvicorn.py").write_text(textwrap.dedent("""
+    """)
+    )
+    (directory / "uvicorn.py").write_text(
+        textwrap.dedent("""
         def run(app, host, port, workers):
             print("SERVING", type(app["pipeline"].get_node("Retriever")).__name__, port, workers)
-    """))
+    """)
+    )
     return directory
 
 
 def run(code: str, env_dir: Path, tiny_bert: str, tmp_path: Path):
     (tmp_path / "p.yml").write_text(YAML.format(model=tiny_bert, params="top_k: 5"))
-    env = {"PYTHONPATH": f"{env_dir}:{ROOT}", "HAYSTACK_TELEMETRY_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-           "PATH": "/usr/bin:/bin", "PIPELINE_YAML_PATH": str(tmp_path / "p.yml"), "QUERY_PIPELINE_NAME": "query"}
+    env = {
+        "PYTHONPATH": f"{env_dir}:{ROOT}",
+        "HAYSTACK_TELEMETRY_ENABLED": "False",
+        "HF_HUB_OFFLINE": "1",
+        "PATH": "/usr/bin:/bin",
+        "PIPELINE_YAML_PATH": str(tmp_path / "p.yml"),
+        "QUERY_PIPELINE_NAME": "query",
+    }
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -40,14 +51,20 @@ def test_the_launcher_serves_yaml_that_names_dcsr_nodes(tmp_path, tiny_bert):
     env_dir = stand_ins(tmp_path / "site")
     plain = run("import rest_api.application", env_dir, tiny_bert, tmp_path)  # what the REST API does alone
     assert plain.returncode != 0 and "DCSRRetriever" in plain.stderr
-    served = run(f"from haystack_dcsr.serve import main; main(['--pipeline', '{tmp_path / 'p.yml'}', "
-                 "'--query-pipeline', 'query', '--port', '8123'])", env_dir, tiny_bert, tmp_path)
+    served = run(
+        f"from haystack_dcsr.serve import main; main(['--pipeline', '{tmp_path / 'p.yml'}', "
+        "'--query-pipeline', 'query', '--port', '8123'])",
+        env_dir,
+        tiny_bert,
+        tmp_path,
+    )
     assert served.returncode == 0, served.stderr[-2000:]
     assert "SERVING DCSRRetriever 8123 1" in served.stdout
 
 
 def test_the_launcher_says_how_to_install_the_rest_api(tmp_path, tiny_bert):
     (tmp_path / "empty").mkdir()
-    result = run("from haystack_dcsr.serve import main; main(['--pipeline', 'x.yml'])", tmp_path / "empty",
-                 tiny_bert, tmp_path)
+    result = run(
+        "from haystack_dcsr.serve import main; main(['--pipeline', 'x.yml'])", tmp_path / "empty", tiny_bert, tmp_path
+    )
     assert result.returncode != 0 and "Haystack 1.x's REST API is not on PyPI" in result.stderr

@@ -30,14 +30,18 @@ def test_no_boundary_is_one_sentence_and_blank_is_none(splitter):
 
 def test_non_latin_sentence_endings_split(splitter):
     assert splitter.split("北京是中国的首都。上海很大！ Привет. Как дела?") == [
-        "北京是中国的首都。", "上海很大！", "Привет.", "Как дела?"
+        "北京是中国的首都。",
+        "上海很大！",
+        "Привет.",
+        "Как дела?",
     ]
 
 
 def test_min_words_merges_short_sentences_forward():
     text = "Yes. It was the best of times, it was the worst. Short one. Four words are here. End."
     assert SentenceSplitter(min_words=3).split(text) == [
-        "Yes. It was the best of times, it was the worst.", "Short one. Four words are here. End."
+        "Yes. It was the best of times, it was the worst.",
+        "Short one. Four words are here. End.",
     ]
 
 
@@ -76,7 +80,9 @@ GERMAN = "Der Vertrag wurde am 3. Okt. 1990 in Berlin unterzeichnet. Danach bega
 
 
 def test_an_unknown_language_is_refused_with_what_works():
-    with pytest.raises(ValueError, match="Unknown sentence-splitting language 'klingon': Punkt has models for .*german"):
+    with pytest.raises(
+        ValueError, match="Unknown sentence-splitting language 'klingon': Punkt has models for .*german"
+    ):
         SentenceSplitter(language="klingon")
 
 
@@ -87,9 +93,15 @@ def test_german_offline_warns_and_a_fitted_splitter_splits_it_right(caplog):
     if offline.params.abbrev_types and "okt" not in offline.params.abbrev_types:  # no punkt_tab: English rules
         assert "Punkt model for 'german' is not installed" in caplog.text and ".fit(passages)" in caplog.text
         assert "Okt." in offline.split(GERMAN)  # "am 3. Okt." cut apart by English rules
-    corpus = [f"Die Sitzung fand am {d}. Okt. {y} statt und dauerte lange. Am {d + 1}. Nov. {y} folgte die nächste. "
-              "Sie war kurz." for d in range(1, 25) for y in (1990, 1991)]
+    corpus = [
+        f"Die Sitzung fand am {d}. Okt. {y} statt und dauerte lange. Am {d + 1}. Nov. {y} folgte die nächste. "
+        "Sie war kurz."
+        for d in range(1, 25)
+        for y in (1990, 1991)
+    ]
     fitted = SentenceSplitter(language="german").fit(corpus)
     assert {"okt", "nov"} <= fitted.params.abbrev_types and isinstance(fitted.params, PunktParameters)
-    assert fitted.split(GERMAN) == ["Der Vertrag wurde am 3. Okt. 1990 in Berlin unterzeichnet.",
-                                    "Danach begann eine neue Zeit."]
+    assert fitted.split(GERMAN) == [
+        "Der Vertrag wurde am 3. Okt. 1990 in Berlin unterzeichnet.",
+        "Danach begann eine neue Zeit.",
+    ]

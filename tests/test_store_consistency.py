@@ -5,6 +5,7 @@ Each test reproduces a way the store and the retriever used to disagree (numbers
 operations and checks, after every step, that documents, vectors and what the retriever returns
 agree with a simple model of what was written.
 """
+
 import random
 
 import pytest
@@ -30,8 +31,9 @@ def make_store(kind, tmp_path, name="store"):
     if kind == "qdrant":
         return qdrant_store(tmp_path, name)
     factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32"}[kind]
-    return FAISSDocumentStore(sql_url=f"sqlite:///{tmp_path / name}.db", embedding_dim=32,
-                              faiss_index_factory_str=factory, progress_bar=False)
+    return FAISSDocumentStore(
+        sql_url=f"sqlite:///{tmp_path / name}.db", embedding_dim=32, faiss_index_factory_str=factory, progress_bar=False
+    )
 
 
 def qdrant_store(tmp_path, name, dim=32):
@@ -42,8 +44,14 @@ def qdrant_store(tmp_path, name, dim=32):
     qdrant = pytest.importorskip("qdrant_haystack", reason="qdrant-haystack is not installed (make installs it)")
     url = os.environ.get("QDRANT_URL")
     location = {"url": url} if url else {"location": ":memory:"}
-    return qdrant.QdrantDocumentStore(**location, index=f"dcsr_{name}_{uuid.uuid4().hex[:8]}", embedding_dim=dim,
-                                      similarity="dot_product", recreate_index=True, progress_bar=False)
+    return qdrant.QdrantDocumentStore(
+        **location,
+        index=f"dcsr_{name}_{uuid.uuid4().hex[:8]}",
+        embedding_dim=dim,
+        similarity="dot_product",
+        recreate_index=True,
+        progress_bar=False,
+    )
 
 
 def write(store, passages, mode="overwrite"):
@@ -66,8 +74,7 @@ class Ranking(list):
     (stores sum the same softmax terms in different orders)."""
 
     def __eq__(self, other):
-        return len(self) == len(other) and all(
-            a[:2] == b[:2] and abs(a[2] - b[2]) <= 1e-5 for a, b in zip(self, other))
+        return len(self) == len(other) and all(a[:2] == b[:2] and abs(a[2] - b[2]) <= 1e-5 for a, b in zip(self, other))
 
 
 def ranked(retriever, store, query="Alpha three is here"):
@@ -75,8 +82,9 @@ def ranked(retriever, store, query="Alpha three is here"):
 
 
 def make_retriever(tiny_bert, store):
-    return DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500,
-                         passage_cache_size=100)
+    return DCSRRetriever(
+        document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500, passage_cache_size=100
+    )
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
@@ -90,8 +98,9 @@ def test_1_overwriting_a_passage_with_fewer_sentences_keeps_every_vector(kind, t
     assert store.get_embedding_count() == store.get_document_count() == 9 + 4  # stale x#2, x#3 keep zero vectors
     found = everything(retriever, store)
     assert found == {**{d.id: d.content for d in base_corpus}, "x": TEXTS["x2"]}
-    assert all("Alpha" not in s["text"] for d in retriever.retrieve("Alpha four", top_k=50) for s in
-               d.meta["dcsr_sentences"])
+    assert all(
+        "Alpha" not in s["text"] for d in retriever.retrieve("Alpha four", top_k=50) for s in d.meta["dcsr_sentences"]
+    )
     # the same answers as a store that only ever held the new version
     fresh = make_store(kind, tmp_path, "fresh")
     write(fresh, base_corpus + [Document(TEXTS["x2"], id="x")])
@@ -101,8 +110,9 @@ def test_1_overwriting_a_passage_with_fewer_sentences_keeps_every_vector(kind, t
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
 @pytest.mark.parametrize("update_existing", [True, False])
-def test_3_skip_with_a_longer_new_version_keeps_the_stored_passage(kind, update_existing, tmp_path, tiny_bert,
-                                                                 base_corpus):
+def test_3_skip_with_a_longer_new_version_keeps_the_stored_passage(
+    kind, update_existing, tmp_path, tiny_bert, base_corpus
+):
     store = make_store(kind, tmp_path)
     retriever = make_retriever(tiny_bert, store)
     write(store, base_corpus + [Document(TEXTS["x2"], id="y")])
@@ -111,8 +121,12 @@ def test_3_skip_with_a_longer_new_version_keeps_the_stored_passage(kind, update_
     store.update_embeddings(retriever, update_existing_embeddings=update_existing)
     found = everything(retriever, store)
     assert found["y"] == TEXTS["x2"] and len(found) == 4
-    assert all(s["sentence_index"] < 2 for d in retriever.retrieve("Alpha four is here", top_k=50)
-               if d.id == "y" for s in d.meta["dcsr_sentences"])
+    assert all(
+        s["sentence_index"] < 2
+        for d in retriever.retrieve("Alpha four is here", top_k=50)
+        if d.id == "y"
+        for s in d.meta["dcsr_sentences"]
+    )
 
 
 def test_4_two_different_passages_with_one_id_in_a_batch_are_refused():
@@ -144,8 +158,11 @@ def test_5_a_partly_built_index_answers_and_resumes_exactly(kind, tmp_path, tiny
     with pytest.raises(Interrupt):
         store.update_embeddings(retriever, batch_size=4)
     monkeypatch.setattr(retriever, "embed_documents", real)
-    embedded = [d for d in store.get_all_documents(return_embedding=True) if d.embedding is not None or
-                d.meta.get("vector_id") is not None]
+    embedded = [
+        d
+        for d in store.get_all_documents(return_embedding=True)
+        if d.embedding is not None or d.meta.get("vector_id") is not None
+    ]
     if kind != "qdrant":  # qdrant-haystack writes random vectors for documents it has no embedding for
         assert 0 < len(embedded) < 16
     found = everything(retriever, store)  # no exception: partly indexed passages answer from what has vectors
@@ -223,8 +240,12 @@ def test_an_index_rebuilt_by_another_retriever_is_noticed(tmp_path, tiny_bert, c
 
 # ---- property test -------------------------------------------------------------------------------
 
-VERSIONS = ["One is first. One is second.", "Two is first. Two is second. Two is third. Two is fourth.",
-            "Three is alone.", "Four a. Four b. Four c."]
+VERSIONS = [
+    "One is first. One is second.",
+    "Two is first. Two is second. Two is third. Two is fourth.",
+    "Three is alone.",
+    "Four a. Four b. Four c.",
+]
 
 
 class Model:

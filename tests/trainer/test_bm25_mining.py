@@ -7,11 +7,17 @@ from haystack.nodes import BM25Retriever
 from haystack.schema import Document
 
 from haystack_dcsr.bm25 import SparseBM25DocumentStore
-from trainer.data import Passage, Record
-from trainer.mining import bm25_retriever, mine_hard_negatives
+from haystack_dcsr.training.data import Passage, Record
+from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
 
-DOCS = ["the cat sat on the mat", "a dog chased the cat", "stock markets fell sharply today",
-        "the mat was red", "dogs and cats are pets", "markets rallied after the news"]
+DOCS = [
+    "the cat sat on the mat",
+    "a dog chased the cat",
+    "stock markets fell sharply today",
+    "the mat was red",
+    "dogs and cats are pets",
+    "markets rallied after the news",
+]
 
 
 def test_scores_are_lucene_bm25():
@@ -31,7 +37,9 @@ def test_scores_are_lucene_bm25():
                 score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
         return score
 
-    expected = sorted(((bm25(d, ["cat", "mat"]), str(i)) for i, d in enumerate(tokenized)), key=lambda x: (-x[0], int(x[1])))
+    expected = sorted(
+        ((bm25(d, ["cat", "mat"]), str(i)) for i, d in enumerate(tokenized)), key=lambda x: (-x[0], int(x[1]))
+    )
     assert [h.id for h in hits][:3] == [i for _, i in expected][:3]
     assert [h.score for h in hits][:3] == pytest.approx([s for s, _ in expected][:3], rel=1e-5)
 
@@ -48,8 +56,12 @@ def test_score_documents_equals_the_retrieval_scores_of_a_candidate_set():
 
 def test_bm25_retriever_works_on_it_with_filters_and_batches():
     store = SparseBM25DocumentStore(progress_bar=False)
-    store.write_documents([Document(content=t, id=str(i), meta={"topic": "money" if "market" in t else "pets"})
-                           for i, t in enumerate(DOCS)])
+    store.write_documents(
+        [
+            Document(content=t, id=str(i), meta={"topic": "money" if "market" in t else "pets"})
+            for i, t in enumerate(DOCS)
+        ]
+    )
     retriever = BM25Retriever(document_store=store)
     batch = retriever.retrieve_batch(["markets", "cat"], top_k=2)
     assert [d.id for d in batch[0]] == ["2", "5"] and batch[1][0].id in {"0", "1"}
@@ -71,9 +83,11 @@ def test_same_ranking_as_haystack_in_memory_bm25_on_distinct_scores():
 
 def test_mining_keeps_answer_free_non_positive_passages_and_resumes(tmp_path):
     passages = [Passage("t", t, f"d{i}") for i, t in enumerate(DOCS)]
-    records = [Record("where did the cat sit?", ["mat"], [passages[0]]),
-               Record("what fell?", ["stock markets"], [passages[2]]),
-               Record("which pets?", ["dogs"], [passages[4]])]
+    records = [
+        Record("where did the cat sit?", ["mat"], [passages[0]]),
+        Record("what fell?", ["stock markets"], [passages[2]]),
+        Record("which pets?", ["dogs"], [passages[4]]),
+    ]
     retriever = bm25_retriever(passages)
     out = tmp_path / "mined.jsonl"
     assert mine_hard_negatives(records[:2], retriever, out, top_k=3, batch_size=1, progress_bar=False) == 2

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from trainer.cli import main
-from trainer.data import DataError, load_records, squad_to_records, write_records
+from haystack_dcsr.training.cli import main
+from haystack_dcsr.training.data import DataError, load_records, squad_to_records, write_records
 
 
 def write(path, records, jsonl=True):
@@ -15,11 +15,16 @@ def write(path, records, jsonl=True):
     return path
 
 
-GOOD = {"question": "who?", "answers": ["Ada"], "positive_ctxs": [{"title": "t", "text": "Ada wrote it."}],
-        "hard_negative_ctxs": [{"title": "n", "text": "Bob did not.", "passage_id": "n1"}],
-        "positive_questions": ["who did?"],
-        "hard_negative_questions": [{"question": "who not?", "answers": ["Bob"],
-                                     "positive_ctxs": [{"text": "Bob did not."}]}]}
+GOOD = {
+    "question": "who?",
+    "answers": ["Ada"],
+    "positive_ctxs": [{"title": "t", "text": "Ada wrote it."}],
+    "hard_negative_ctxs": [{"title": "n", "text": "Bob did not.", "passage_id": "n1"}],
+    "positive_questions": ["who did?"],
+    "hard_negative_questions": [
+        {"question": "who not?", "answers": ["Bob"], "positive_ctxs": [{"text": "Bob did not."}]}
+    ],
+}
 
 
 def test_records_load_from_json_and_jsonl_with_meq_fields(tmp_path):
@@ -52,10 +57,29 @@ def test_records_whose_positive_lacks_the_answer_are_set_aside(tmp_path, caplog)
 
 
 def test_squad_conversion_round_trips(tmp_path):
-    squad = {"version": "1.1", "data": [{"title": "T", "paragraphs": [
-        {"context": "Ada Lovelace wrote the first program.", "qas": [
-            {"id": "1", "question": "Who wrote the first program?", "answers": [{"text": "Ada Lovelace", "answer_start": 0},
-                                                                               {"text": "Ada Lovelace", "answer_start": 0}]}]}]}]}
+    squad = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": "T",
+                "paragraphs": [
+                    {
+                        "context": "Ada Lovelace wrote the first program.",
+                        "qas": [
+                            {
+                                "id": "1",
+                                "question": "Who wrote the first program?",
+                                "answers": [
+                                    {"text": "Ada Lovelace", "answer_start": 0},
+                                    {"text": "Ada Lovelace", "answer_start": 0},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     path = tmp_path / "s.json.gz"
     with gzip.open(path, "wt") as handle:
         json.dump(squad, handle)

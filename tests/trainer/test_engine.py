@@ -1,4 +1,5 @@
 """The training engine on a tiny random BERT and synthetic data."""
+
 import contextlib
 import dataclasses
 import json
@@ -8,16 +9,16 @@ import socket
 import pytest
 import torch
 import torch.multiprocessing as mp
+from conftest import make_records, make_tiny_bert
 from haystack.document_stores import InMemoryDocumentStore
 from haystack.schema import Document
 
-from conftest import make_records, make_tiny_bert
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-from trainer.config import TrainConfig
-from trainer.data import load_records
-from trainer.mining import mine_with_retriever
-from trainer.engine import Trainer
-from trainer.samples import batches, make_batch
+from haystack_dcsr.training.config import TrainConfig
+from haystack_dcsr.training.data import load_records
+from haystack_dcsr.training.engine import Trainer
+from haystack_dcsr.training.mining import mine_with_retriever
+from haystack_dcsr.training.samples import batches, make_batch
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +32,19 @@ def bert_no_dropout(tmp_path_factory):
 
 
 def config(model, tmp_path, **kwargs):
-    values = dict(base_model=model, output_dir=str(tmp_path / "run"), batch_size=8, lr=1e-3, warmup_steps=0,
-                  max_passage_len=64, max_query_len=32, checkpoint_every=0, log_every=0, seed=3,
-                  precision="fp32")  # thresholds below were set in fp32; on a GPU "auto" would pick bf16
+    values = dict(
+        base_model=model,
+        output_dir=str(tmp_path / "run"),
+        batch_size=8,
+        lr=1e-3,
+        warmup_steps=0,
+        max_passage_len=64,
+        max_query_len=32,
+        checkpoint_every=0,
+        log_every=0,
+        seed=3,
+        precision="fp32",
+    )  # thresholds below were set in fp32; on a GPU "auto" would pick bf16
     values.update(kwargs)
     return TrainConfig(**values)
 
@@ -66,8 +77,9 @@ def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
     records = make_records(16)
     for record, other in zip(records, records[1:] + records[:1]):
         record.negative_questions = [other]  # another country's question: a stand-in MEQ
-    trainer = Trainer(config(bert, tmp_path, level="passage", negatives="dpr", qq_form="triplet", max_steps=4),
-                      records=records)
+    trainer = Trainer(
+        config(bert, tmp_path, level="passage", negatives="dpr", qq_form="triplet", max_steps=4), records=records
+    )
     history = trainer.train(resume=False)
     assert all("qq" in h and h["loss"] == pytest.approx(h["qp"] + h["qq"], rel=1e-5) for h in history)
     assert trainer.passage.config.pooling == "cls"
@@ -75,13 +87,13 @@ def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
     last = tmp_path / "run" / "last"
     saved = json.loads((last / "passage_encoder" / "dcsr_encoder.json").read_text())
     assert saved["level"] == "passage" and saved["pooling"] == "cls"
-    retriever = DCSRRetriever(query_model=str(last / "query_encoder"), passage_model=str(last / "passage_encoder"),
-                              precision="fp32", progress_bar=False)
+    assert json.loads((last / "dcsr_model.json").read_text())["level"] == "passage"  # a DCSRModel directory
+    retriever = DCSRRetriever(model=str(last), precision="fp32", progress_bar=False)
     retriever.document_store = store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
     passages = [Document(content=r.positives[0].text, id=r.positives[0].key) for r in records]
     with pytest.raises(ValueError, match="split_sentences=False"):
         retriever.embed_documents(SentencePreprocessor(progress_bar=False).process(passages[:2])["documents"])
-    units = SentencePreprocessor(split_sentences=False, progress_bar=False).process(passages)["documents"]
+    units = SentencePreprocessor(model=str(last), progress_bar=False).process(passages)["documents"]  # unsplit
     assert len(units) == len(passages)
     store.write_documents(units)
     store.update_embeddings(retriever)
@@ -117,8 +129,9 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
 def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):
     trainer, records, _, _, _, run = trained
     last = run / "last"
-    retriever = DCSRRetriever(query_model=str(last / "query_encoder"), passage_model=str(last / "passage_encoder"),
-                              progress_bar=False)
+    retriever = DCSRRetriever(
+        query_model=str(last / "query_encoder"), passage_model=str(last / "passage_encoder"), progress_bar=False
+    )
     assert retriever.query_encoder.tower.config.pooling == "marker"
     assert retriever.query_encoder.temperature == 1.0
     store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
@@ -158,19 +171,23 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monke
 
 def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None):
     if world > 1:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
-                          LOCAL_RANK=str(rank))
+        os.environ.update(
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank)
+        )
     torch.set_num_threads(1)
-    trainer = Trainer(config(model, directory, max_steps=1, grad_cache_chunk=grad_cache_chunk, device="cpu"),
-                      records=make_records(24))
+    trainer = Trainer(
+        config(model, directory, max_steps=1, grad_cache_chunk=grad_cache_chunk, device="cpu"), records=make_records(24)
+    )
     samples = batches(trainer.builder.epoch(trainer.records, 0), trainer.config.batch_size)[0]
     trainer.model.train()
     loss, _ = trainer.loss(make_batch(samples))
     (loss * world).backward()
     if grad_cache_chunk:
         trainer._cached.replay(trainer.ddp.no_sync if world > 1 else contextlib.nullcontext, True)
-    grads = {name: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
-             for name, p in trainer.model.named_parameters()}
+    grads = {
+        name: (p.grad if p.grad is not None else torch.zeros_like(p)).clone()
+        for name, p in trainer.model.named_parameters()
+    }
     if rank == 0:
         torch.save({"loss": float(loss), "grads": grads}, out)
     if world > 1:
@@ -188,8 +205,12 @@ def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_pa
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(_ddp_worker, args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt", grad_cache_chunk),
-             nprocs=2, join=True)
+    mp.spawn(
+        _ddp_worker,
+        args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt", grad_cache_chunk),
+        nprocs=2,
+        join=True,
+    )
     single, ddp = torch.load(tmp_path / "single.pt"), torch.load(tmp_path / "ddp.pt")
     assert ddp["loss"] == pytest.approx(single["loss"], rel=1e-5)
     assert single["grads"].keys() == ddp["grads"].keys()
@@ -203,8 +224,10 @@ def test_gradient_cache_gives_the_plain_steps_losses_and_gradients(bert_no_dropo
     extra = dict(level="passage", negatives="dpr") if level == "passage" else {}
     runs = {}
     for chunk in (None, 3):
-        trainer = Trainer(config(bert_no_dropout, tmp_path / f"gc{chunk}", max_steps=2, grad_cache_chunk=chunk,
-                                 **extra), records=records)
+        trainer = Trainer(
+            config(bert_no_dropout, tmp_path / f"gc{chunk}", max_steps=2, grad_cache_chunk=chunk, **extra),
+            records=records,
+        )
         grads = []
         step = trainer.optimizer.step
 
@@ -243,7 +266,7 @@ def test_device_knob_rejects_unknown_devices_and_a_missing_gpu(bert, tmp_path):
 def test_gradient_cache_replays_each_chunk_with_its_own_dropout_masks(bert, tmp_path, monkeypatch):
     """With dropout on, the re-encoding that carries the gradients must reproduce the cached
     vectors (same RNG state), or the gradients belong to a different loss."""
-    from trainer import grad_cache
+    from haystack_dcsr.training import grad_cache
 
     original = grad_cache.CachedPass._run
 

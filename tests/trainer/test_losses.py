@@ -1,11 +1,12 @@
 """Each loss against values computed by hand."""
+
 import math
 
 import pytest
 import torch
 
-from trainer.losses import DotQQLoss, InfoNCEQQLoss, QPLoss, TripletQQLoss, qq_loss
-from trainer.losses.qp import positive_ranks
+from haystack_dcsr.training.losses import DotQQLoss, InfoNCEQQLoss, QPLoss, TripletQQLoss, qq_loss
+from haystack_dcsr.training.losses.qp import positive_ranks
 
 
 def test_qp_is_softmax_cross_entropy_over_all_candidates():
@@ -27,7 +28,9 @@ def test_qp_mask_removes_false_negatives_from_the_softmax():
 
 def test_qp_temperature_scales_logits():
     q, c = torch.tensor([[1.0]]), torch.tensor([[1.0], [0.0]])
-    assert float(QPLoss(temperature=0.5)(q, c, torch.tensor([0]))) == pytest.approx(-math.log(math.exp(2) / (math.exp(2) + 1)))
+    assert float(QPLoss(temperature=0.5)(q, c, torch.tensor([0]))) == pytest.approx(
+        -math.log(math.exp(2) / (math.exp(2) + 1))
+    )
 
 
 def test_positive_ranks():

@@ -1,23 +1,29 @@
 """Contrast-set and augmentation builders on a hand-made article."""
+
 import json
 
 from haystack_dcsr.meq import MEQFilter
-from trainer.data import Passage, Record, load_records
-from trainer.meq_data import build_augmentation, build_contrast_set, word_pairs
+from haystack_dcsr.training.data import Passage, Record, load_records
+from haystack_dcsr.training.meq_data import build_augmentation, build_contrast_set, word_pairs
 
 ARTICLE = Passage("Olympics", "Paris hosted the Summer Olympics in 1924. London hosted them in 1908.", "olympics-0")
 OTHER = Passage("Olympics", "Athens hosted the first modern Olympics in 1896.", "olympics-1")
 RECORDS = [
     Record("When did Paris host the Summer Olympics?", ["1924"], [ARTICLE]),
-    Record("When did London host the Summer Olympics?", ["1908"], [ARTICLE]),          # MEQ of 0
-    Record("When did Paris hold the Summer Olympics?", ["1924"], [ARTICLE]),           # paraphrase of 0
-    Record("Where were the first modern Olympics held?", ["Athens"], [OTHER]),          # too far from all
+    Record("When did London host the Summer Olympics?", ["1908"], [ARTICLE]),  # MEQ of 0
+    Record("When did Paris hold the Summer Olympics?", ["1924"], [ARTICLE]),  # paraphrase of 0
+    Record("Where were the first modern Olympics held?", ["Athens"], [OTHER]),  # too far from all
     Record("When did Athens host the first modern Olympics?", ["1896"], [OTHER]),
-    Record("Who won the most medals at the Paris games?", ["the United States"], [Passage("Medals", "The United States won the most medals.", "m")]),
+    Record(
+        "Who won the most medals at the Paris games?",
+        ["the United States"],
+        [Passage("Medals", "The United States won the most medals.", "m")],
+    ),
 ]
 # filler passages without any answer, so 30 BM25 and 19 random negatives exist
-CORPUS = [ARTICLE, OTHER] + [Passage(f"T{n}", f"Olympics story number {n} about the games and sport.", f"f{n}")
-                             for n in range(60)]
+CORPUS = [ARTICLE, OTHER] + [
+    Passage(f"T{n}", f"Olympics story number {n} about the games and sport.", f"f{n}") for n in range(60)
+]
 
 
 def test_word_pairs_stay_inside_an_article_and_within_reach():

@@ -1,13 +1,16 @@
 import random
 
 import pytest
-
 from conftest import make_records
-from trainer.data import Passage, Record
-from trainer.samples import SampleBuilder, batches, make_batch
 
-PASSAGE = Passage(title="t", text="Intro sentence here. Filler one is here. The answer is Zorbo. After it. Far away sentence.",
-                  passage_id="p")
+from haystack_dcsr.training.data import Passage, Record
+from haystack_dcsr.training.samples import SampleBuilder, batches, make_batch
+
+PASSAGE = Passage(
+    title="t",
+    text="Intro sentence here. Filler one is here. The answer is Zorbo. After it. Far away sentence.",
+    passage_id="p",
+)
 BM25 = Passage(title="n", text="Negative one. Negative two. Negative three.", passage_id="n")
 
 
@@ -39,7 +42,10 @@ def test_in_passage_fallback_is_a_bm25_sentence():
 
 def test_recipes_and_dpr_mode():
     rng = random.Random(0)
-    assert [n.passage.key for n in SampleBuilder(negatives="+2 BM25 random").sample(record(), rng).negatives] == ["n", "n"]
+    assert [n.passage.key for n in SampleBuilder(negatives="+2 BM25 random").sample(record(), rng).negatives] == [
+        "n",
+        "n",
+    ]
     assert len(SampleBuilder(negatives="+1 BM25 random").sample(record(), rng).negatives) == 1
     dpr = SampleBuilder(level="passage", negatives="dpr").sample(record(), rng)
     assert dpr.positive.sentence is None and [n.key for n in dpr.negatives] == ["n"]
@@ -71,10 +77,13 @@ def test_duplicate_positives_are_masked_not_pushed_away():
 
 
 def test_epochs_resample_and_keep_meqs_with_their_question():
-    meq = Record(question="what is it not?", answers=["Other"],
-                 positives=[Passage("m", "It is Other here. Filler.", "m")])
-    records = [record(question=f"q{i}", positive_questions=[f"para {i}", f"alt {i}"], negative_questions=[meq])
-               for i in range(6)]
+    meq = Record(
+        question="what is it not?", answers=["Other"], positives=[Passage("m", "It is Other here. Filler.", "m")]
+    )
+    records = [
+        record(question=f"q{i}", positive_questions=[f"para {i}", f"alt {i}"], negative_questions=[meq])
+        for i in range(6)
+    ]
     builder = SampleBuilder()
     e0, e1 = builder.epoch(records, 0), builder.epoch(records, 1)
     assert all(len(g) == 2 and g[1].question == "what is it not?" for g in e0)
@@ -91,8 +100,14 @@ def test_synthetic_records_give_one_sample_each():
 
 
 def test_meq_oversample_repeats_only_records_with_an_meq_with_fresh_draws():
-    meqs = [Record(question=f"what is it not {i}?", answers=["Other"],
-                   positives=[Passage("m", "It is Other here. Filler.", "m")]) for i in range(4)]
+    meqs = [
+        Record(
+            question=f"what is it not {i}?",
+            answers=["Other"],
+            positives=[Passage("m", "It is Other here. Filler.", "m")],
+        )
+        for i in range(4)
+    ]
     with_meq = record(question="q-meq", positive_questions=["para a", "para b", "para c"], negative_questions=meqs)
     plain = record(question="q-plain")
     groups = SampleBuilder(meq_oversample=5, seed=3).epoch([with_meq, plain], 0)
@@ -101,6 +116,7 @@ def test_meq_oversample_repeats_only_records_with_an_meq_with_fresh_draws():
     assert [s.question for s in firsts].count("q-plain") == 1
     assert len({(s.paraphrase, s.meq) for s in firsts if s.question == "q-meq"}) > 1  # re-drawn per copy
     assert SampleBuilder(seed=3).epoch([with_meq, plain], 0) == SampleBuilder(meq_oversample=1, seed=3).epoch(
-        [with_meq, plain], 0)
+        [with_meq, plain], 0
+    )
     with pytest.raises(ValueError, match="meq_oversample"):
         SampleBuilder(meq_oversample=0)

@@ -4,6 +4,7 @@ Candidates are every question's positive and negatives, so each question also se
 (in-batch negatives). Candidates that are really positives of the question (``mask``) are removed
 from its softmax instead of being pushed away.
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -15,8 +16,9 @@ class QPLoss(torch.nn.Module):
         super().__init__()
         self.temperature = temperature
 
-    def forward(self, questions: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor,
-                mask: torch.Tensor = None) -> torch.Tensor:
+    def forward(
+        self, questions: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor = None
+    ) -> torch.Tensor:
         return self.compute_loss_from_embeddings(questions, candidates, positives, mask)
 
     def compute_loss_from_embeddings(self, questions, candidates, positives, mask=None) -> torch.Tensor:
@@ -27,8 +29,9 @@ class QPLoss(torch.nn.Module):
         return F.cross_entropy(logits, positives.to(logits.device))
 
 
-def positive_ranks(questions: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor,
-                   mask: torch.Tensor = None) -> torch.Tensor:
+def positive_ranks(
+    questions: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor = None
+) -> torch.Tensor:
     """1-based rank of each question's positive among the candidates (validation metric)."""
     scores = questions.float() @ candidates.float().T
     if mask is not None:

@@ -7,6 +7,7 @@ chunk with autograd under its saved RNG state (same dropout masks, so the same v
 the cached vector gradients through it. Peak memory is one chunk's activations; the gradients are
 those of the whole batch in one pass (tested against the plain step).
 """
+
 import contextlib
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -25,8 +26,16 @@ class CachedPass:
     :param chunk: windows per forward pass (queries and passages chunked separately).
     """
 
-    def __init__(self, forward: Forward, query_windows: Sequence[Window], n_queries: int,
-                 passage_windows: Sequence[Window], n_rows: int, chunk: int, device: torch.device):
+    def __init__(
+        self,
+        forward: Forward,
+        query_windows: Sequence[Window],
+        n_queries: int,
+        passage_windows: Sequence[Window],
+        n_rows: int,
+        chunk: int,
+        device: torch.device,
+    ):
         self.forward, self.device = forward, device
         self.chunks: List[Tuple[str, List[Window], List[int], torch.Tensor, Optional[torch.Tensor]]] = []
         self.queries = self._encode("q", query_windows, n_queries, chunk)
@@ -60,15 +69,12 @@ class CachedPass:
         for k, (side, windows, rows, cpu_state, cuda_state) in enumerate(active):
             cached = self.queries if side == "q" else self.passages
             last = k == len(active) - 1
-            after_cpu = torch.get_rng_state()
-            after_cuda = torch.cuda.get_rng_state(self.device) if cuda_state is not None else None
-            torch.set_rng_state(cpu_state)
-            if cuda_state is not None:
-                torch.cuda.set_rng_state(cuda_state, self.device)
-            with no_sync() if not (last and sync_last) else contextlib.nullcontext():
-                vectors = self._run(side, windows, len(rows))
-                grads = cached.grad[torch.tensor(rows, device=cached.device)]
-                torch.autograd.backward(vectors.float(), grad_tensors=grads)
-            torch.set_rng_state(after_cpu)
-            if after_cuda is not None:
-                torch.cuda.set_rng_state(after_cuda, self.device)
+            # fork_rng restores the generators afterwards: the replay leaves training's RNG stream untouched
+            with torch.random.fork_rng(devices=[self.device] if cuda_state is not None else []):
+                torch.set_rng_state(cpu_state)
+                if cuda_state is not None:
+                    torch.cuda.set_rng_state(cuda_state, self.device)
+                with no_sync() if not (last and sync_last) else contextlib.nullcontext():
+                    vectors = self._run(side, windows, len(rows))
+                    grads = cached.grad[torch.tensor(rows, device=cached.device)]
+                    torch.autograd.backward(vectors.float(), grad_tensors=grads)

@@ -1,12 +1,13 @@
-"""``python -m trainer``: convert data, mine hard negatives, train.
+"""``dcsr-train`` (= ``python -m haystack_dcsr.training``): convert data, mine hard negatives, train.
 
-    python -m trainer convert-squad ../shared/data/squad/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
-    python -m trainer mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_bm25.jsonl
-    python -m trainer train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
-    torchrun --nproc_per_node 8 -m trainer train --config trainer/configs/squad_dcsr.yaml
-    python -m trainer mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
-    python -m trainer publish runs/dcsr/best my-org/dcsr-squad
+dcsr-train convert-squad ../shared/data/squad/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
+dcsr-train mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_bm25.jsonl
+dcsr-train train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
+torchrun --nproc_per_node 8 -m haystack_dcsr.training train --config trainer/configs/squad_dcsr.yaml
+dcsr-train mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
+dcsr-train publish runs/dcsr/best my-org/dcsr-squad
 """
+
 import argparse
 import json
 import logging
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from trainer.data import DataError, Passage, load_records, read_lines, squad_to_records, write_records
+from haystack_dcsr.training.data import DataError, Passage, load_records, read_lines, squad_to_records, write_records
 
 MEQ_THRESHOLD = 0.79  # all-MiniLM-L6-v2: keeps 90% of AmbigQA dev MEQ-like pairs (calibrate-meq: 0.788)
 
@@ -46,26 +47,37 @@ def convert_squad(args) -> None:
     write_records(records, args.out)
     if args.corpus:
         write_corpus(passages, args.corpus)
-    print(f"{len(records)} records -> {args.out}; {len(passages)} passages" + (f" -> {args.corpus}" if args.corpus else ""))
+    print(
+        f"{len(records)} records -> {args.out}; {len(passages)} passages"
+        + (f" -> {args.corpus}" if args.corpus else "")
+    )
 
 
 def mine_bm25(args) -> None:
-    from trainer.mining import bm25_retriever, mine_hard_negatives
+    from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
 
     records = load_records(args.records).records
     start = time.perf_counter()
     retriever = bm25_retriever(read_corpus(args.corpus), elasticsearch_url=args.elasticsearch_url)
     indexed = time.perf_counter()
-    mined = mine_hard_negatives(records, retriever, args.out, top_k=args.top_k, keep=args.keep, batch_size=args.batch_size)
+    mined = mine_hard_negatives(
+        records, retriever, args.out, top_k=args.top_k, keep=args.keep, batch_size=args.batch_size
+    )
     done = time.perf_counter()
     print(f"indexed in {indexed - start:.1f}s; mined {mined} questions in {done - indexed:.1f}s -> {args.out}")
 
 
 def mine_dense(args) -> None:
-    from trainer.mining import mine_with_retriever
+    from haystack_dcsr.training.mining import mine_with_retriever
 
-    mined = mine_with_retriever(args.model, load_records(args.records).records, read_corpus(args.corpus), args.out,
-                                top_k=args.top_k, keep=args.keep)
+    mined = mine_with_retriever(
+        args.model,
+        load_records(args.records).records,
+        read_corpus(args.corpus),
+        args.out,
+        top_k=args.top_k,
+        keep=args.keep,
+    )
     print(f"mined {mined} questions -> {args.out}")
 
 
@@ -76,38 +88,47 @@ def meq_filter(args):
 
 
 def calibrate_meq(args) -> None:
-    from trainer.meq_data import ambigqa_pairs
     from haystack_dcsr.meq import calibrate_threshold
+    from haystack_dcsr.training.meq_data import ambigqa_pairs
 
     pairs = ambigqa_pairs(args.ambigqa)
     threshold = calibrate_threshold(pairs, meq_filter(args).embed, keep=args.keep)
-    print(json.dumps({"reference_pairs": len(pairs), "keep": args.keep, "model": args.model,
-                      "threshold": round(threshold, 4)}))
+    print(
+        json.dumps(
+            {"reference_pairs": len(pairs), "keep": args.keep, "model": args.model, "threshold": round(threshold, 4)}
+        )
+    )
 
 
 def build_contrast_set(args) -> None:
-    from trainer.meq_data import build_contrast_set as build
+    from haystack_dcsr.training.meq_data import build_contrast_set as build
 
-    summary = build(load_records(args.records).records, read_corpus(args.corpus), meq_filter(args), args.out_dir,
-                    seed=args.seed)
+    summary = build(
+        load_records(args.records).records, read_corpus(args.corpus), meq_filter(args), args.out_dir, seed=args.seed
+    )
     print(json.dumps(summary))
 
 
 def build_meq_augmentation(args) -> None:
-    from trainer.meq_data import build_augmentation
+    from haystack_dcsr.training.meq_data import build_augmentation
 
-    print(json.dumps(build_augmentation(load_records(args.records).records, meq_filter(args), args.out,
-                                        max_meqs=args.max_meqs)))
+    print(
+        json.dumps(
+            build_augmentation(load_records(args.records).records, meq_filter(args), args.out, max_meqs=args.max_meqs)
+        )
+    )
 
 
 def train(args) -> None:
-    from trainer.config import TrainConfig
-    from trainer.engine import Trainer
+    from haystack_dcsr.training.config import TrainConfig
+    from haystack_dcsr.training.engine import Trainer
 
     config = TrainConfig.from_yaml(args.config, args.set)
     history = Trainer(config).train(resume=not args.no_resume)
     if history:
-        print(f"trained {history[-1]['step']} steps; last loss {history[-1]['loss']:.4f}; encoders in {config.output_dir}")
+        print(
+            f"trained {history[-1]['step']} steps; last loss {history[-1]['loss']:.4f}; encoders in {config.output_dir}"
+        )
 
 
 def publish(args) -> None:
@@ -117,7 +138,7 @@ def publish(args) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trainer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.training", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     p = commands.add_parser("convert-squad", help="SQuAD v1.1 JSON(.gz) -> DPR-format JSONL (+ corpus JSONL)")
@@ -149,8 +170,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     def meq_options(p, threshold=True):
         p.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder for the cosine rule")
         if threshold:
-            p.add_argument("--threshold", type=float, default=MEQ_THRESHOLD,
-                           help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)")
+            p.add_argument(
+                "--threshold",
+                type=float,
+                default=MEQ_THRESHOLD,
+                help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)",
+            )
         p.add_argument("--max-edits", type=int, default=3)
 
     p = commands.add_parser("calibrate-meq", help="the cosine threshold that keeps --keep of AmbigQA's MEQ-like pairs")
@@ -167,7 +192,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     meq_options(p)
     p.set_defaults(func=build_contrast_set)
 
-    p = commands.add_parser("build-meq-augmentation", help="add mined MEQs (q-) and paraphrases (q+) to training records")
+    p = commands.add_parser(
+        "build-meq-augmentation", help="add mined MEQs (q-) and paraphrases (q+) to training records"
+    )
     p.add_argument("records")
     p.add_argument("out")
     p.add_argument("--max-meqs", type=int, default=5)
@@ -189,8 +216,8 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from trainer.config import ConfigError
-    from trainer.engine import CheckpointError
+    from haystack_dcsr.training.config import ConfigError
+    from haystack_dcsr.training.engine import CheckpointError
 
     try:
         args.func(args)

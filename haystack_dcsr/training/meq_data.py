@@ -12,6 +12,7 @@ the gold passage is a paraphrase (q+) instead.
 * ``build_augmentation`` writes trainer records with ``negative_questions`` (MEQs, each with its
   own answers and positive passage) and ``positive_questions`` (paraphrases) where found.
 """
+
 import json
 import random
 from collections import defaultdict
@@ -20,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from haystack_dcsr.meq import MEQFilter, answers_differ, candidate_pairs, words
 from haystack_dcsr.metrics import contains_answer, normalize_for_matching
-from trainer.data import Passage, Record, read_json
+from haystack_dcsr.training.data import Passage, Record, read_json
 
 RANKING_HARD, RANKING_RANDOM = 30, 19
 
@@ -38,8 +39,11 @@ def word_pairs(records: Sequence[Record], max_edits: int = 3) -> List[Tuple[int,
     a pair out before the edit distance is computed."""
     tokens = [words(r.question) for r in records]
     types = [frozenset(t) for t in tokens]
-    return [(i, j) for i, j in candidate_pairs(article_groups(records), tokens, max_edits)
-            if len(types[i] ^ types[j]) <= 2 * max_edits]
+    return [
+        (i, j)
+        for i, j in candidate_pairs(article_groups(records), tokens, max_edits)
+        if len(types[i] ^ types[j]) <= 2 * max_edits
+    ]
 
 
 class Mined:
@@ -72,17 +76,32 @@ def neighbours(pairs) -> Dict[int, List[int]]:
 def paraphrase_pairs(records: Sequence[Record], meq_filter: MEQFilter, questions, pairs) -> List[Tuple[int, int]]:
     """Among ``pairs``, those with the same gold passage and the same answer that pass the edit and
     question-word rules (and the cosine, when the filter embeds): stand-in paraphrases (q+)."""
-    same_answer = MEQFilter(embed=meq_filter.embed, threshold=meq_filter.threshold, min_edits=meq_filter.min_edits,
-                            max_edits=meq_filter.max_edits, trivial_additions=(), different_answers=False)
-    candidates = [(i, j) for i, j in pairs
-                  if records[i].positives[0].key == records[j].positives[0].key
-                  and not answers_differ(records[i].answers, records[j].answers)]
+    same_answer = MEQFilter(
+        embed=meq_filter.embed,
+        threshold=meq_filter.threshold,
+        min_edits=meq_filter.min_edits,
+        max_edits=meq_filter.max_edits,
+        trivial_additions=(),
+        different_answers=False,
+    )
+    candidates = [
+        (i, j)
+        for i, j in pairs
+        if records[i].positives[0].key == records[j].positives[0].key
+        and not answers_differ(records[i].answers, records[j].answers)
+    ]
     accepted, _ = same_answer.filter_pairs(questions, candidates)
     return [(i, j) for i, j, _ in accepted]
 
 
-def ranking_candidates(record: Record, hard: Sequence[Passage], corpus: Sequence[Passage], rng: random.Random,
-                       n_hard: int = RANKING_HARD, n_random: int = RANKING_RANDOM) -> List[str]:
+def ranking_candidates(
+    record: Record,
+    hard: Sequence[Passage],
+    corpus: Sequence[Passage],
+    rng: random.Random,
+    n_hard: int = RANKING_HARD,
+    n_random: int = RANKING_RANDOM,
+) -> List[str]:
     """Candidate passage ids: the gold passage, ``n_hard`` BM25 negatives, ``n_random`` random
     passages; negatives never contain an answer."""
     answers = [normalize_for_matching(a) for a in record.answers]
@@ -99,13 +118,19 @@ def ranking_candidates(record: Record, hard: Sequence[Passage], corpus: Sequence
     return chosen
 
 
-def build_contrast_set(records: List[Record], corpus: List[Passage], meq_filter: MEQFilter,
-                       out_dir: Union[str, Path], retriever=None, seed: int = 0) -> Dict:
+def build_contrast_set(
+    records: List[Record],
+    corpus: List[Passage],
+    meq_filter: MEQFilter,
+    out_dir: Union[str, Path],
+    retriever=None,
+    seed: int = 0,
+) -> Dict:
     """Mine MEQ pairs among ``records`` and write ``pairs.jsonl`` and ``ranking.jsonl`` to ``out_dir``.
 
     :param retriever: a Haystack BM25 retriever over ``corpus`` (default: the embedded one).
     """
-    from trainer.mining import bm25_retriever
+    from haystack_dcsr.training.mining import bm25_retriever
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -116,31 +141,67 @@ def build_contrast_set(records: List[Record], corpus: List[Passage], meq_filter:
     retriever = retriever or bm25_retriever(corpus)
     hits = retriever.retrieve_batch([records[k].question for k in members], top_k=4 * RANKING_HARD)
     answers_of = {k: [normalize_for_matching(a) for a in records[k].answers] for k in members}
-    hard = {k: [Passage(d.meta.get("title", ""), d.content, d.id) for d in docs
-                if not contains_answer(normalize_for_matching(d.content), answers_of[k])]
-            for k, docs in zip(members, hits)}
+    hard = {
+        k: [
+            Passage(d.meta.get("title", ""), d.content, d.id)
+            for d in docs
+            if not contains_answer(normalize_for_matching(d.content), answers_of[k])
+        ]
+        for k, docs in zip(members, hits)
+    }
     rng = random.Random(seed)
-    with (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs_file, \
-            (out / "ranking.jsonl").open("w", encoding="utf-8") as ranking_file:
+    with (
+        (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs_file,
+        (out / "ranking.jsonl").open("w", encoding="utf-8") as ranking_file,
+    ):
         for number, (i, j, verdict) in enumerate(accepted):
             q, q2 = records[i], records[j]
-            pairs_file.write(json.dumps({
-                "pair": number, "question": q.question, "answers": q.answers, "gold": q.positives[0].key,
-                "meq": q2.question, "meq_answers": q2.answers, "meq_gold": q2.positives[0].key,
-                "paraphrase": records[paraphrase_of[i]].question if i in paraphrase_of else None,
-                "edit_distance": verdict.distance, "cosine": verdict.similarity}, ensure_ascii=False) + "\n")
+            pairs_file.write(
+                json.dumps(
+                    {
+                        "pair": number,
+                        "question": q.question,
+                        "answers": q.answers,
+                        "gold": q.positives[0].key,
+                        "meq": q2.question,
+                        "meq_answers": q2.answers,
+                        "meq_gold": q2.positives[0].key,
+                        "paraphrase": records[paraphrase_of[i]].question if i in paraphrase_of else None,
+                        "edit_distance": verdict.distance,
+                        "cosine": verdict.similarity,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
             for role, k in (("q", i), ("meq", j)):
-                ranking_file.write(json.dumps({
-                    "pair": number, "role": role, "question": records[k].question, "answers": records[k].answers,
-                    "candidates": ranking_candidates(records[k], hard[k], corpus, rng)}, ensure_ascii=False) + "\n")
-    summary = {"questions": len(records), "candidate_pairs": mined.candidate_pairs, "pairs": len(accepted),
-               "rejected": mined.rejected, "threshold": meq_filter.threshold}
+                ranking_file.write(
+                    json.dumps(
+                        {
+                            "pair": number,
+                            "role": role,
+                            "question": records[k].question,
+                            "answers": records[k].answers,
+                            "candidates": ranking_candidates(records[k], hard[k], corpus, rng),
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
+    summary = {
+        "questions": len(records),
+        "candidate_pairs": mined.candidate_pairs,
+        "pairs": len(accepted),
+        "rejected": mined.rejected,
+        "threshold": meq_filter.threshold,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
 
-def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Union[str, Path],
-                       max_meqs: Optional[int] = 5) -> Dict:
+def build_augmentation(
+    records: List[Record], meq_filter: MEQFilter, output: Union[str, Path], max_meqs: Optional[int] = 5
+) -> Dict:
     """Write ``records`` with mined MEQs (``negative_questions``) and paraphrases
     (``positive_questions``, kept when the input already has some) as trainer JSONL."""
     mined = Mined(records, meq_filter)
@@ -153,12 +214,22 @@ def build_augmentation(records: List[Record], meq_filter: MEQFilter, output: Uni
             found = [records[j].question for j in paraphrases.get(i, [])]
             raw["positive_questions"] = list(dict.fromkeys(record.positive_questions + found))
             raw["negative_questions"] = [
-                {"question": records[j].question, "answers": records[j].answers,
-                 "positive_ctxs": [p.to_json() for p in records[j].positives]}
-                for j in meqs.get(i, [])[:max_meqs]]
+                {
+                    "question": records[j].question,
+                    "answers": records[j].answers,
+                    "positive_ctxs": [p.to_json() for p in records[j].positives],
+                }
+                for j in meqs.get(i, [])[:max_meqs]
+            ]
             handle.write(json.dumps(raw, ensure_ascii=False) + "\n")
-    return {"questions": len(records), "candidate_pairs": mined.candidate_pairs, "meq_pairs": len(mined.meqs),
-            "with_meq": len(meqs), "with_paraphrase": len(paraphrases), "rejected": mined.rejected}
+    return {
+        "questions": len(records),
+        "candidate_pairs": mined.candidate_pairs,
+        "meq_pairs": len(mined.meqs),
+        "with_meq": len(meqs),
+        "with_paraphrase": len(paraphrases),
+        "rejected": mined.rejected,
+    }
 
 
 def ambigqa_pairs(path: Union[str, Path], meq_filter: Optional[MEQFilter] = None) -> List[Tuple[str, str]]:
@@ -172,6 +243,8 @@ def ambigqa_pairs(path: Union[str, Path], meq_filter: Optional[MEQFilter] = None
             qa = annotation.get("qaPairs", []) if annotation.get("type") == "multipleQAs" else []
             for x, first in enumerate(qa):
                 for second in qa[x + 1 :]:
-                    if rules.text_rules(first["question"], second["question"], first["answer"], second["answer"]).accepted:
+                    if rules.text_rules(
+                        first["question"], second["question"], first["answer"], second["answer"]
+                    ).accepted:
                         pairs.append((first["question"], second["question"]))
     return pairs

@@ -11,6 +11,7 @@ A record (one JSON object, in a JSON list or one per line of a JSONL file)::
 
 ``hard_negative_questions`` (the MEQ reference code's name) is read as ``negative_questions``.
 """
+
 import contextlib
 import dataclasses
 import gzip
@@ -83,8 +84,10 @@ class LoadReport:
     without_answer_in_positive: List[int] = dataclasses.field(default_factory=list)
 
     def summary(self, path: Union[str, Path]) -> str:
-        return (f"{path}: {len(self.records)} usable records; {len(self.without_answer_in_positive)} set aside "
-                "because no positive passage contains an answer")
+        return (
+            f"{path}: {len(self.records)} usable records; {len(self.without_answer_in_positive)} set aside "
+            "because no positive passage contains an answer"
+        )
 
 
 def load_records(path: Union[str, Path], require_answer_in_positive: bool = True) -> LoadReport:
@@ -97,8 +100,10 @@ def load_records(path: Union[str, Path], require_answer_in_positive: bool = True
     shared: Dict[Tuple[str, str, Optional[str]], Passage] = {}
     for number, raw in enumerate(_raw_records(Path(path))):
         record = _share_passages(parse_record(raw, f"{path}: record {number}"), shared)
-        if require_answer_in_positive and record.answers and not any(
-            has_answer(p.text, record.answers) for p in record.positives
+        if (
+            require_answer_in_positive
+            and record.answers
+            and not any(has_answer(p.text, record.answers) for p in record.positives)
         ):
             report.without_answer_in_positive.append(number)
             continue
@@ -145,6 +150,7 @@ def parse_record(raw: Any, where: str, nested: bool = False) -> Record:
 def _share_passages(record: Record, shared: Dict[Tuple[str, str, Optional[str]], Passage]) -> Record:
     """Point equal passages of all records at one object: mined files repeat each passage many
     times (SQuAD train with 10 BM25 negatives: 0.9M copies of 21k passages)."""
+
     def one(passage: Passage) -> Passage:
         return shared.setdefault((passage.title, passage.text, passage.passage_id), passage)
 
@@ -163,8 +169,13 @@ def _passages(raw: Any, where: str) -> List[Passage]:
         if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str) or not ctx["text"].strip():
             raise DataError(f"{where}[{i}]: a passage needs a non-empty 'text'")
         passage_id = ctx.get("passage_id", ctx.get("id"))
-        passages.append(Passage(title=str(ctx.get("title", "")), text=ctx["text"],
-                                passage_id=None if passage_id is None else str(passage_id)))
+        passages.append(
+            Passage(
+                title=str(ctx.get("title", "")),
+                text=ctx["text"],
+                passage_id=None if passage_id is None else str(passage_id),
+            )
+        )
     return passages
 
 
@@ -233,7 +244,9 @@ def squad_to_records(squad_path: Union[str, Path], id_prefix: str = "") -> Tuple
     records, passages = [], []
     for a, article in enumerate(data["data"]):
         for p, paragraph in enumerate(article.get("paragraphs", [])):
-            passage = Passage(title=article.get("title", ""), text=paragraph["context"], passage_id=f"{id_prefix}{a}-{p}")
+            passage = Passage(
+                title=article.get("title", ""), text=paragraph["context"], passage_id=f"{id_prefix}{a}-{p}"
+            )
             passages.append(passage)
             for qa in paragraph.get("qas", []):
                 answers = list(dict.fromkeys(ans["text"] for ans in qa.get("answers", [])))

@@ -1,4 +1,5 @@
 """Training configuration: one dataclass, read from YAML, overridable from the command line."""
+
 import dataclasses
 import typing
 from pathlib import Path
@@ -89,7 +90,9 @@ class TrainConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(f"Unknown config keys: {', '.join(unknown)} (see python -m trainer train --help)")
+            raise ConfigError(
+                f"Unknown config keys: {', '.join(unknown)} (see python -m haystack_dcsr.training train --help)"
+            )
         return cls(**values)
 
     def to_yaml(self) -> str:
@@ -144,5 +147,6 @@ def _describe(hint: Any) -> str:
         return " or ".join(_describe(arg) for arg in typing.get_args(hint))
     if origin in (list, List):
         return f"a list of {_describe(typing.get_args(hint)[0])}"
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-            type(None): "null"}.get(hint, str(hint))
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}.get(
+        hint, str(hint)
+    )

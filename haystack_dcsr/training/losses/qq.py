@@ -9,6 +9,7 @@ Three forms, each over the questions of the batch that have the parts it needs:
 - ``dot``: mean of q . q- (push the MEQ away; no paraphrase needed).
 - ``triplet``: mean of max(0, margin - q . q+ + q . q-).
 """
+
 import torch
 import torch.nn.functional as F
 

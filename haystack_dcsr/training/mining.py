@@ -5,6 +5,7 @@ Mining goes through ``BM25Retriever.retrieve_batch`` so any BM25 store works:
 ``SparseBM25DocumentStore``. Output is streamed as JSONL, one record per line in input order,
 so an interrupted run resumes where it stopped.
 """
+
 import json
 import logging
 from pathlib import Path
@@ -18,13 +19,14 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.bm25 import SparseBM25DocumentStore
 from haystack_dcsr.metrics import contains_answer, normalize_for_matching
-from trainer.data import Passage, Record
+from haystack_dcsr.training.data import Passage, Record
 
 logger = logging.getLogger(__name__)
 
 
-def bm25_retriever(passages: Iterable[Passage], elasticsearch_url: Optional[str] = None,
-                   index: str = "dcsr_bm25") -> BM25Retriever:
+def bm25_retriever(
+    passages: Iterable[Passage], elasticsearch_url: Optional[str] = None, index: str = "dcsr_bm25"
+) -> BM25Retriever:
     """A ``BM25Retriever`` over ``passages``: Elasticsearch at ``elasticsearch_url``, else embedded."""
     documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in passages]
     if elasticsearch_url:
@@ -34,8 +36,13 @@ def bm25_retriever(passages: Iterable[Passage], elasticsearch_url: Optional[str]
 
         url = urlparse(elasticsearch_url)
         store: KeywordDocumentStore = ElasticsearchDocumentStore(
-            host=url.hostname or "localhost", port=url.port or 9200, scheme=url.scheme or "http",
-            username=url.username or "", password=url.password or "", index=index, recreate_index=True,
+            host=url.hostname or "localhost",
+            port=url.port or 9200,
+            scheme=url.scheme or "http",
+            username=url.username or "",
+            password=url.password or "",
+            index=index,
+            recreate_index=True,
         )
     else:
         store = SparseBM25DocumentStore(index=index, progress_bar=False)
@@ -62,9 +69,12 @@ def mine_hard_negatives(
         raise ValueError(f"{output} holds {done} records but only {len(records)} were given: wrong output file?")
     normalized = {}  # passage id -> normalised text, computed once per passage
     output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("a", encoding="utf-8") as handle, tqdm(
-        total=len(records), initial=done, disable=not progress_bar, desc="Mining BM25 negatives", unit=" q"
-    ) as bar:
+    with (
+        output.open("a", encoding="utf-8") as handle,
+        tqdm(
+            total=len(records), initial=done, disable=not progress_bar, desc="Mining BM25 negatives", unit=" q"
+        ) as bar,
+    ):
         for start in range(done, len(records), batch_size):
             chunk = records[start : start + batch_size]
             hits = retriever.retrieve_batch([r.question for r in chunk], top_k=top_k)
@@ -96,22 +106,40 @@ def _count_lines(path: Path) -> int:
     return len(complete)
 
 
-def mine_with_retriever(model_dir: Union[str, Path], records: List[Record], corpus: List[Passage],
-                        output: Union[str, Path], top_k: int = 30, keep: int = 30, batch_size: int = 256) -> int:
+def mine_with_retriever(
+    model_dir: Union[str, Path],
+    records: List[Record],
+    corpus: List[Passage],
+    output: Union[str, Path],
+    top_k: int = 30,
+    keep: int = 30,
+    batch_size: int = 256,
+) -> int:
     """Model-based hard negatives (the paper's DCSR-hard round): index ``corpus`` with the trained
     towers in ``model_dir`` and keep the top passages without an answer."""
     from haystack.document_stores import FAISSDocumentStore
 
     from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 
-    retriever = DCSRRetriever.load(model_dir) if (Path(model_dir) / "dcsr_retriever.json").is_file() else DCSRRetriever(
-        query_model=str(Path(model_dir) / "query_encoder"), passage_model=str(Path(model_dir) / "passage_encoder"))
-    store = FAISSDocumentStore(sql_url="sqlite://", embedding_dim=retriever.embedding_dim,
-                               faiss_index_factory_str="Flat", duplicate_documents="skip", progress_bar=False)
+    retriever = (
+        DCSRRetriever.load(model_dir)
+        if (Path(model_dir) / "dcsr_retriever.json").is_file()
+        else DCSRRetriever(
+            query_model=str(Path(model_dir) / "query_encoder"), passage_model=str(Path(model_dir) / "passage_encoder")
+        )
+    )
+    store = FAISSDocumentStore(
+        sql_url="sqlite://",
+        embedding_dim=retriever.embedding_dim,
+        faiss_index_factory_str="Flat",
+        duplicate_documents="skip",
+        progress_bar=False,
+    )
     retriever.document_store = store
     documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in corpus]
     whole = retriever.passage_encoder.config.level == "passage"  # a DPR-style tower reads passages unsplit
-    store.write_documents(SentencePreprocessor(split_sentences=not whole, progress_bar=False).process(documents)["documents"])
+    store.write_documents(
+        SentencePreprocessor(split_sentences=not whole, progress_bar=False).process(documents)["documents"]
+    )
     store.update_embeddings(retriever)
     return mine_hard_negatives(records, retriever, output, top_k=top_k, keep=keep, batch_size=batch_size)
-

@@ -6,6 +6,7 @@ candidate of the global batch. Gathered copies carry no gradient; each rank's ow
 the loss is scaled by the world size, so after DDP averages gradients they equal those of one
 process on the whole batch (tested with gloo on CPU).
 """
+
 import contextlib
 import dataclasses
 import json
@@ -22,15 +23,16 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from haystack_dcsr.encoder import PassageEncoder, QueryTower, Tower, Window
+from haystack_dcsr.dcsr_model import DCSRSettings, write_manifest
+from haystack_dcsr.encoder import PassageTower, QueryTower, Tower, Window
 from haystack_dcsr.hub import model_card
 from haystack_dcsr.models import pick_dtype
-from trainer.config import TrainConfig
-from trainer.data import Record, load_records
-from trainer.grad_cache import CachedPass
-from trainer.losses.qp import QPLoss, positive_ranks
-from trainer.losses.qq import qq_loss
-from trainer.samples import Batch, SampleBuilder, batches, make_batch
+from haystack_dcsr.training.config import TrainConfig
+from haystack_dcsr.training.data import Record, load_records
+from haystack_dcsr.training.grad_cache import CachedPass
+from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
+from haystack_dcsr.training.losses.qq import qq_loss
+from haystack_dcsr.training.samples import Batch, SampleBuilder, batches, make_batch
 
 logger = logging.getLogger(__name__)
 
@@ -103,41 +105,60 @@ class Distributed:
             dist.barrier()
 
 
-def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageEncoder]:
+def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageTower]:
     """Both towers with the config's pooling; normalisation and temperature default to the base
     model's own (cosine / 0.05 for sentence-transformers models, raw dot / 1.0 otherwise)."""
-    common = dict(pooling=config.resolved_pooling, normalize=config.normalize, temperature=config.temperature,
-                  device=str(device), precision="fp32")
+    common = dict(
+        pooling=config.resolved_pooling,
+        normalize=config.normalize,
+        temperature=config.temperature,
+        device=str(device),
+        precision="fp32",
+    )
     query = QueryTower(config.query_model or config.base_model, max_length=config.max_query_len, **common)
-    passage = PassageEncoder(config.passage_model or config.base_model, max_length=config.max_passage_len,
-                             level=config.level, **common)
+    passage = PassageTower(
+        config.passage_model or config.base_model, max_length=config.max_passage_len, level=config.level, **common
+    )
     return query, passage
 
 
 class Trainer:
     """Fine-tunes the towers on ``config.train_file``; see ``TrainConfig`` for the knobs."""
 
-    def __init__(self, config: TrainConfig, records: Optional[List[Record]] = None,
-                 dev_records: Optional[List[Record]] = None):
+    def __init__(
+        self, config: TrainConfig, records: Optional[List[Record]] = None, dev_records: Optional[List[Record]] = None
+    ):
         self.config = config
         self.dist = Distributed(config.device)
         self.device = self.dist.device()
         _seed_everything(config.seed + self.dist.rank)
         self.records = records if records is not None else self._load(config.train_file)
-        self.dev_records = dev_records if dev_records is not None else (
-            self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
+        self.dev_records = (
+            dev_records
+            if dev_records is not None
+            else (self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
+        )
         self.query, self.passage = build_towers(config, self.device)
         self.model = DualEncoder(self.query, self.passage)
         self.ddp = self.model
         if self.dist.world > 1:
             self.ddp = torch.nn.parallel.DistributedDataParallel(
-                self.model, device_ids=[self.dist.local_rank] if self.device.type == "cuda" else None,
-                find_unused_parameters=True)
-        self.builder = SampleBuilder(level=config.level, negatives=config.negatives,
-                                     exclude_adjacent=config.exclude_adjacent, train_meqs=config.train_meqs,
-                                     seed=config.seed, meq_oversample=config.meq_oversample)
+                self.model,
+                device_ids=[self.dist.local_rank] if self.device.type == "cuda" else None,
+                find_unused_parameters=True,
+            )
+        self.builder = SampleBuilder(
+            level=config.level,
+            negatives=config.negatives,
+            exclude_adjacent=config.exclude_adjacent,
+            train_meqs=config.train_meqs,
+            seed=config.seed,
+            meq_oversample=config.meq_oversample,
+        )
         self.qp = QPLoss(self.passage.config.temperature)
-        self.steps_per_epoch = len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
+        self.steps_per_epoch = (
+            len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
+        )
         if self.steps_per_epoch == 0:
             raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
@@ -185,8 +206,10 @@ class Trainer:
         passage_owner = self.dist.owners(len(batch.passages))
         mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank]
         # the serving path's own windows: sentences of each passage, or each passage whole (DPR)
-        units = [self.builder.sentences(batch.passages[i]) if self.config.level == "sentence"
-                 else [batch.passages[i].text] for i in mine_p]
+        units = [
+            self.builder.sentences(batch.passages[i]) if self.config.level == "sentence" else [batch.passages[i].text]
+            for i in mine_p
+        ]
         passage_windows, n_rows = self.passage.windows(units)
         first_row, row = {}, 0
         for i, unit in zip(mine_p, units):
@@ -194,8 +217,15 @@ class Trainer:
             row += len(unit)
 
         if train and self.config.grad_cache_chunk:
-            self._cached = CachedPass(self._forward, query_windows, len(texts), passage_windows, n_rows,
-                                      self.config.grad_cache_chunk, self.device)
+            self._cached = CachedPass(
+                self._forward,
+                query_windows,
+                len(texts),
+                passage_windows,
+                n_rows,
+                self.config.grad_cache_chunk,
+                self.device,
+            )
             q_vectors, p_rows = self._cached.queries, self._cached.passages
         else:
             q_vectors, p_rows = self._forward(query_windows, len(texts), passage_windows, n_rows)
@@ -212,10 +242,15 @@ class Trainer:
         extra = None
         if qq:
             zero = torch.zeros(dim, device=self.device)
-            local_pos = torch.stack([q_vectors[paraphrase_of[i]] if i in paraphrase_of else zero for i in mine_q]) if mine_q else None
+            local_pos = (
+                torch.stack([q_vectors[paraphrase_of[i]] if i in paraphrase_of else zero for i in mine_q])
+                if mine_q
+                else None
+            )
             local_neg = torch.stack([q_vectors[meq_of[i]] if i in meq_of else zero for i in mine_q]) if mine_q else None
-            flags = torch.tensor([[i in paraphrase_of, i in meq_of] for i in mine_q], dtype=torch.float,
-                                 device=self.device).view(-1, 2)
+            flags = torch.tensor(
+                [[i in paraphrase_of, i in meq_of] for i in mine_q], dtype=torch.float, device=self.device
+            ).view(-1, 2)
             q_pos = self.dist.gather(local_pos, question_owner, dim, self.device)
             q_neg = self.dist.gather(local_neg, question_owner, dim, self.device)
             has = self.dist.gather(flags, question_owner, 2, self.device).detach().bool()
@@ -232,8 +267,16 @@ class Trainer:
         parts = {"qp": float(loss.detach())}
         if extra is not None:
             q_pos, q_neg, has_pos, has_neg = extra
-            qq = qq_loss(self.config.qq_form, questions, q_pos, q_neg, has_pos, has_neg,
-                         margin=self.config.qq_margin, temperature=self.qp.temperature)
+            qq = qq_loss(
+                self.config.qq_form,
+                questions,
+                q_pos,
+                q_neg,
+                has_pos,
+                has_neg,
+                margin=self.config.qq_margin,
+                temperature=self.qp.temperature,
+            )
             loss = loss + self.config.qq_weight * qq
             parts["qq"] = float(qq.detach())
         parts["loss"] = float(loss.detach())
@@ -248,8 +291,13 @@ class Trainer:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "config.yaml").write_text(self.config.to_yaml())
         accumulation = self.config.grad_accumulation
-        bar = tqdm(total=self.total_steps, initial=self.state["global_step"], disable=not self.dist.main,
-                   desc="Training", unit=" steps")
+        bar = tqdm(
+            total=self.total_steps,
+            initial=self.state["global_step"],
+            disable=not self.dist.main,
+            desc="Training",
+            unit=" steps",
+        )
         while self.state["global_step"] < self.total_steps:
             epoch = self.state["epoch"]
             epoch_batches = batches(self.builder.epoch(self.records, epoch), self.config.batch_size)
@@ -260,7 +308,12 @@ class Trainer:
                 self.state["step_in_epoch"] += 1
                 self.state["global_step"] += 1
                 bar.update(1)
-                record = {"step": self.state["global_step"], "epoch": epoch, "lr": self.scheduler.get_last_lr()[0], **parts}
+                record = {
+                    "step": self.state["global_step"],
+                    "epoch": epoch,
+                    "lr": self.scheduler.get_last_lr()[0],
+                    **parts,
+                }
                 self.history.append(record)
                 self._log(record)
                 if self.config.checkpoint_every and self.state["global_step"] % self.config.checkpoint_every == 0:
@@ -319,8 +372,13 @@ class Trainer:
     def validate(self) -> Dict[str, float]:
         """In-batch rank of the positive on the dev set: accuracy (rank 1) and average rank."""
         self.model.eval()
-        builder = SampleBuilder(level=self.config.level, negatives=self.config.negatives,
-                                exclude_adjacent=self.config.exclude_adjacent, train_meqs=False, seed=self.config.seed)
+        builder = SampleBuilder(
+            level=self.config.level,
+            negatives=self.config.negatives,
+            exclude_adjacent=self.config.exclude_adjacent,
+            train_meqs=False,
+            seed=self.config.seed,
+        )
         builder._sentences = self.builder._sentences
         ranks = []
         for samples in batches(builder.epoch(self.dev_records, 0), self.config.dev_batch_size, drop_last=False):
@@ -330,25 +388,40 @@ class Trainer:
         self.model.train()
         if not ranks:
             return {}
-        return {"accuracy": sum(r == 1 for r in ranks) / len(ranks), "average_rank": float(np.mean(ranks)),
-                "questions": len(ranks)}
+        return {
+            "accuracy": sum(r == 1 for r in ranks) / len(ranks),
+            "average_rank": float(np.mean(ranks)),
+            "questions": len(ranks),
+        }
 
     # ---- persistence ----------------------------------------------------------------------------
 
     def save_encoders(self, directory: Path) -> None:
-        """HF directories that DCSRRetriever / QueryEncoder load directly."""
+        """A DCSRModel directory: both HF tower directories (each loads alone too) and ``dcsr_model.json``."""
         if not self.dist.main:
             return
         self.query.save(directory / "query_encoder")
         self.passage.save(directory / "passage_encoder")
+        write_manifest(directory, DCSRSettings.from_towers(self.query.config, self.passage.config))
         metrics = {f"dev in-batch {k}": round(v, 4) if isinstance(v, float) else v for k, v in self.dev_metrics.items()}
         if self.history:
             metrics["training steps"] = self.history[-1]["step"]
-            metrics["loss, mean of the last 10 steps"] = round(float(np.mean([h["loss"] for h in self.history[-10:]])), 4)
-        recipe = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None and k not in (
-            "output_dir", "train_file", "dev_file", "device")}
-        model_card(directory, title=f"DCSR: {self.output.name}", base_model=self.config.base_model, recipe=recipe,
-                   metrics=metrics, data=f"`{Path(self.config.train_file).name}`" if self.config.train_file else "given records")
+            metrics["loss, mean of the last 10 steps"] = round(
+                float(np.mean([h["loss"] for h in self.history[-10:]])), 4
+            )
+        recipe = {
+            k: v
+            for k, v in dataclasses.asdict(self.config).items()
+            if v is not None and k not in ("output_dir", "train_file", "dev_file", "device")
+        }
+        model_card(
+            directory,
+            title=f"DCSR: {self.output.name}",
+            base_model=self.config.base_model,
+            recipe=recipe,
+            metrics=metrics,
+            data=f"`{Path(self.config.train_file).name}`" if self.config.train_file else "given records",
+        )
 
     def save_checkpoint(self) -> None:
         directory = self.output / "checkpoint"
@@ -356,9 +429,13 @@ class Trainer:
         torch.save(_rng_state(), directory / f"rng-{self.dist.rank}.pt")
         if self.dist.main:
             state = {
-                "query": self.query.model.state_dict(), "passage": self.passage.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "scaler": self.scaler.state_dict(), "state": self.state, "history": self.history,
+                "query": self.query.model.state_dict(),
+                "passage": self.passage.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "state": self.state,
+                "history": self.history,
             }
             torch.save(state, directory / "state.tmp")
             os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
@@ -414,8 +491,11 @@ def _seed_everything(seed: int) -> None:
 def _rng_state() -> Dict:
     """Plain tensors and lists only, so checkpoints load with ``torch.load(weights_only=True)``."""
     kind, keys, position, has_gauss, gauss = np.random.get_state()
-    state = {"python": list(random.getstate()), "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position,
-                                                          has_gauss, gauss], "torch": torch.get_rng_state()}
+    state = {
+        "python": list(random.getstate()),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss],
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -438,4 +518,3 @@ def _tensorboard(directory: Path):
         return SummaryWriter(str(directory))
     except ImportError:
         return None
-

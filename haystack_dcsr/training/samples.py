@@ -12,6 +12,7 @@ The MEQ paper's query-side augmentations ride along: each question with a paraph
 minimally edited question (q-) keeps them in its batch, q+ / q- are re-drawn each epoch, and each
 q- is also trained as a question of its own (its own QP term).
 """
+
 import dataclasses
 import random
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -20,7 +21,7 @@ import torch
 
 from haystack_dcsr.metrics import contains_answer, normalize_for_matching
 from haystack_dcsr.splitting import SentenceSplitter
-from trainer.data import Passage, Record
+from haystack_dcsr.training.data import Passage, Record
 
 # The paper's ablation recipes, by name, as the list of per-question extra negatives.
 RECIPES = {
@@ -79,14 +80,23 @@ class SampleBuilder:
         drawn q+, q- and negatives (MEQs are rare in mined data: ~5% of SQuAD train questions).
     """
 
-    def __init__(self, level: str = "sentence", negatives="+1 in-passage +1 BM25 random",
-                 exclude_adjacent: bool = True, train_meqs: bool = True, splitter: Optional[SentenceSplitter] = None,
-                 seed: int = 0, meq_oversample: int = 1):
+    def __init__(
+        self,
+        level: str = "sentence",
+        negatives="+1 in-passage +1 BM25 random",
+        exclude_adjacent: bool = True,
+        train_meqs: bool = True,
+        splitter: Optional[SentenceSplitter] = None,
+        seed: int = 0,
+        meq_oversample: int = 1,
+    ):
         if level not in ("sentence", "passage"):
             raise ValueError(f"level must be 'sentence' or 'passage', got {level!r}")
         recipe = RECIPES.get(negatives, negatives) if isinstance(negatives, str) else negatives
         if isinstance(recipe, str) or any(kind not in ("in_passage", "bm25") for kind in recipe):
-            raise ValueError(f"negatives must be one of {list(RECIPES)} or a list of 'in_passage'/'bm25', got {negatives!r}")
+            raise ValueError(
+                f"negatives must be one of {list(RECIPES)} or a list of 'in_passage'/'bm25', got {negatives!r}"
+            )
         if level == "passage" and "in_passage" in recipe:
             raise ValueError("in-passage negatives need level='sentence'")
         if meq_oversample < 1:
@@ -105,7 +115,9 @@ class SampleBuilder:
 
     def answer_sentences(self, passage: Passage, answers: Sequence[str]) -> List[int]:
         normalized = [normalize_for_matching(a) for a in answers]
-        return [j for j, s in enumerate(self.sentences(passage)) if contains_answer(normalize_for_matching(s), normalized)]
+        return [
+            j for j, s in enumerate(self.sentences(passage)) if contains_answer(normalize_for_matching(s), normalized)
+        ]
 
     def epoch(self, records: Sequence[Record], epoch: int) -> List[List[Sample]]:
         """Groups of samples for ``epoch``: a question with its MEQ questions, kept in one batch."""
@@ -134,8 +146,9 @@ class SampleBuilder:
                 group.append(meq_sample)
         return group
 
-    def sample(self, record: Record, rng: random.Random, paraphrase: Optional[str] = None,
-               meq: Optional[str] = None) -> Optional[Sample]:
+    def sample(
+        self, record: Record, rng: random.Random, paraphrase: Optional[str] = None, meq: Optional[str] = None
+    ) -> Optional[Sample]:
         passage = record.positives[0]  # the first positive, as in DPR and DCSR
         bm25_passages = record.hard_negatives or record.negatives
         if self.level == "passage":
@@ -192,9 +205,13 @@ def make_batch(samples: Sequence[Sample], mask_false_negatives: bool = True) -> 
                 if c != positives[q] and key in s.positive_keys:
                     mask[q, c] = True
     return Batch(
-        questions=[s.question for s in samples], passages=passages, candidates=candidates,
-        positives=torch.tensor(positives, dtype=torch.long), mask=mask,
-        paraphrases=[s.paraphrase for s in samples], meqs=[s.meq for s in samples],
+        questions=[s.question for s in samples],
+        passages=passages,
+        candidates=candidates,
+        positives=torch.tensor(positives, dtype=torch.long),
+        mask=mask,
+        paraphrases=[s.paraphrase for s in samples],
+        meqs=[s.meq for s in samples],
     )
 
 

@@ -1,0 +1,254 @@
+"""DCSRModel: both towers and every setting the indexing and query stages must agree on, in one directory.
+
+A DCSR index is only as good as the agreement between the code that wrote it and the code that
+queries it: the same sentence splitter, the same pooling and normalisation on both towers, the
+temperature the towers were trained for. Spread over node parameters, these had to be kept in step
+by hand (``SentencePreprocessor(split_sentences=False)`` for a passage-level tower, for example).
+A model directory now owns them::
+
+    my-dcsr/
+      dcsr_model.json       format version, level, pooling, normalize, temperature, max lengths, splitter
+      query_encoder/        HF ``save_pretrained`` directory (+ dcsr_encoder.json)
+      passage_encoder/      the same for the passage tower; absent when both towers share weights
+      sentence_splitter.json  Punkt parameters fitted on a corpus (optional)
+
+Older layouts keep loading: a trainer output (``query_encoder/`` + ``passage_encoder/``), one tower
+directory (HF, sentence-transformers, or ``dcsr_encoder.json``), or a hub name of either. This
+module imports no Haystack, so the 1.x nodes and the 2.x components load the same model.
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Dict, Literal, Optional, Sequence, Union
+
+import numpy as np
+
+from haystack_dcsr.encoder import PassageTower, QueryTower
+from haystack_dcsr.models import CONFIG_NAME, DEFAULT_MODEL, EncoderConfig, infer_config, resolve_model_path
+from haystack_dcsr.splitting import SentenceSplitter
+
+MODEL_FILE = "dcsr_model.json"
+SPLITTER_FILE = "sentence_splitter.json"
+QUERY_DIR, PASSAGE_DIR = "query_encoder", "passage_encoder"
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass
+class DCSRSettings:
+    """What every stage reads from the model rather than from its own parameters.
+
+    :param level: ``sentence`` (DCSR: one vector per sentence, the passage read whole) or
+        ``passage`` (DPR-style: one vector per unsplit passage; the splitter is then off).
+    :param pooling: ``marker`` (hidden state at each ``<sent>``), ``mean`` or ``cls``.
+    :param normalize: L2-normalised vectors (cosine geometry).
+    :param temperature: the HasAns softmax temperature matching the towers' score scale.
+    :param max_query_length / max_passage_length: tokens per query / per passage window.
+    :param language / min_words: the sentence splitter's settings (``SentenceSplitter``).
+    """
+
+    level: Literal["sentence", "passage"] = "sentence"
+    pooling: Literal["marker", "mean", "cls"] = "marker"
+    normalize: bool = False
+    temperature: float = 1.0
+    max_query_length: int = 64
+    max_passage_length: int = 512
+    language: str = "english"
+    min_words: int = 0
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        if self.format_version > FORMAT_VERSION:
+            raise ValueError(
+                f"This model directory has format version {self.format_version}, newer than this haystack-dcsr reads "
+                f"({FORMAT_VERSION}): upgrade haystack-dcsr"
+            )
+        EncoderConfig(
+            pooling=self.pooling,
+            normalize=self.normalize,
+            max_length=self.max_passage_length,
+            temperature=self.temperature,
+            level=self.level,
+        )  # validates the shared values
+
+    @property
+    def split_sentences(self) -> bool:
+        return self.level == "sentence"
+
+    @classmethod
+    def from_towers(cls, query: EncoderConfig, passage: EncoderConfig) -> "DCSRSettings":
+        """Settings of an older layout, read from its towers' own configs (which must agree)."""
+        for name in ("pooling", "normalize", "marker"):  # level describes the passage tower only
+            if getattr(query, name) != getattr(passage, name):
+                raise ValueError(
+                    f"The query and passage towers disagree on {name} ({getattr(query, name)!r} vs "
+                    f"{getattr(passage, name)!r}): their vectors would not be comparable"
+                )
+        return cls(
+            level=passage.level,
+            pooling=passage.pooling,
+            normalize=passage.normalize,
+            temperature=query.temperature,
+            max_query_length=min(64, query.max_length),
+            max_passage_length=passage.max_length,
+        )
+
+    def tower_overrides(self, role: Literal["query", "passage"]) -> Dict[str, Any]:
+        length = self.max_query_length if role == "query" else self.max_passage_length
+        return dict(
+            pooling=self.pooling,
+            normalize=self.normalize,
+            temperature=self.temperature,
+            level=self.level,
+            max_length=length,
+        )
+
+
+@dataclasses.dataclass
+class ModelFiles:
+    """Where a model's parts live, found without loading any weights (cheap: nodes call it in ``__init__``)."""
+
+    query_dir: str
+    passage_dir: str
+    settings: DCSRSettings
+    splitter_file: Optional[str] = None
+
+    @classmethod
+    def locate(cls, name_or_path: str) -> "ModelFiles":
+        root = Path(resolve_model_path(name_or_path))
+        manifest = root / MODEL_FILE
+        splitter = str(root / SPLITTER_FILE) if (root / SPLITTER_FILE).is_file() else None
+        if manifest.is_file():
+            state = json.loads(manifest.read_text())
+            unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
+            if unknown:
+                raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
+            query = str(root / state.pop("query", QUERY_DIR))
+            passage = state.pop("passage", None)
+            return cls(query, str(root / passage) if passage else query, DCSRSettings(**state), splitter)
+        if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
+            query, passage = root / QUERY_DIR, root / PASSAGE_DIR
+        else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)
+            query = passage = root
+        settings = DCSRSettings.from_towers(_tower_config(query), _tower_config(passage))
+        return cls(str(query), str(passage), settings, splitter)
+
+
+class DCSRModel:
+    """The query tower, the passage tower (loaded on first use) and their shared settings.
+
+        model = DCSRModel.from_pretrained("all-MiniLM-L6-v2")   # or a saved DCSR directory / hub name
+        sentences = model.splitter().split(passage_text)
+        vectors = model.encode_passages([sentences])            # one row per sentence
+        queries = model.encode_queries(["who wrote it?"])
+
+    :param device / use_gpu / precision: as for the towers (``Tower``).
+    """
+
+    def __init__(self, files: ModelFiles, device: Optional[str] = None, use_gpu: bool = True, precision: str = "auto"):
+        self.files = files
+        self.settings = files.settings
+        self._tower_options = dict(device=device, use_gpu=use_gpu, precision=precision)
+        self._query_tower: Optional[QueryTower] = None
+        self._passage_tower: Optional[PassageTower] = None
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str = DEFAULT_MODEL,
+        device: Optional[str] = None,
+        use_gpu: bool = True,
+        precision: str = "auto",
+    ) -> "DCSRModel":
+        """Finds the parts now (a missing directory fails here); each tower loads on first use, so an
+        indexing service never loads the query tower and a query service never the passage tower."""
+        return cls(ModelFiles.locate(name_or_path), device=device, use_gpu=use_gpu, precision=precision)
+
+    @property
+    def query_tower(self) -> QueryTower:
+        if self._query_tower is None:
+            self._query_tower = QueryTower(
+                self.files.query_dir, **self.settings.tower_overrides("query"), **self._tower_options
+            )
+            self._check_dims()
+        return self._query_tower
+
+    @property
+    def passage_tower(self) -> PassageTower:
+        if self._passage_tower is None:
+            self._passage_tower = PassageTower(
+                self.files.passage_dir, **self.settings.tower_overrides("passage"), **self._tower_options
+            )
+            self._check_dims()
+        return self._passage_tower
+
+    def _check_dims(self) -> None:
+        if self._query_tower is not None and self._passage_tower is not None:
+            if self._query_tower.dim != self._passage_tower.dim:
+                raise ValueError(
+                    f"The passage tower has dimension {self._passage_tower.dim} but the query tower "
+                    f"{self._query_tower.dim}: they cannot share an index"
+                )
+
+    @property
+    def dim(self) -> int:
+        loaded = self._query_tower or self._passage_tower or self.query_tower
+        return loaded.dim
+
+    @property
+    def temperature(self) -> float:
+        return self.settings.temperature
+
+    def splitter(self) -> SentenceSplitter:
+        """The sentence splitter the passages must be indexed with (fitted parameters when saved)."""
+        return model_splitter(self.files)
+
+    def encode_queries(self, queries: Sequence[str], batch_size: int = 64, progress_bar: bool = False) -> np.ndarray:
+        return self.query_tower.encode(queries, batch_size=batch_size, progress_bar=progress_bar)
+
+    def encode_passages(
+        self, passages: Sequence[Sequence[str]], batch_size: int = 32, progress_bar: bool = False
+    ) -> np.ndarray:
+        """One row per sentence of every passage (each a list of its sentences), in order."""
+        return self.passage_tower.encode(passages, batch_size=batch_size, progress_bar=progress_bar)
+
+    def save_pretrained(self, directory: Union[str, Path], splitter: Optional[SentenceSplitter] = None) -> None:
+        """Both towers (one copy when they share weights), the settings and, if given, a fitted splitter."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.query_tower.save(directory / QUERY_DIR)
+        shared = self.files.passage_dir == self.files.query_dir
+        if not shared:
+            self.passage_tower.save(directory / PASSAGE_DIR)
+        if splitter is not None:
+            splitter.save(directory / SPLITTER_FILE)
+        elif self.files.splitter_file:
+            (directory / SPLITTER_FILE).write_text(Path(self.files.splitter_file).read_text())
+        write_manifest(directory, self.settings, shared=shared)
+
+
+def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: bool = False) -> None:
+    """``dcsr_model.json`` beside ``query_encoder/`` (and ``passage_encoder/`` unless ``shared``): what
+    makes a directory a DCSRModel. The trainer calls it after saving both towers."""
+    state: Dict[str, Any] = {
+        "query": QUERY_DIR,
+        "passage": None if shared else PASSAGE_DIR,
+        **dataclasses.asdict(settings),
+    }
+    (Path(directory) / MODEL_FILE).write_text(json.dumps(state, indent=1))
+
+
+def model_splitter(files: ModelFiles) -> SentenceSplitter:
+    """The splitter a model's passages are indexed with, without loading its towers."""
+    if files.splitter_file:
+        splitter = SentenceSplitter.load(files.splitter_file)
+        splitter.min_words = files.settings.min_words
+        return splitter
+    return SentenceSplitter(language=files.settings.language, min_words=files.settings.min_words)
+
+
+def _tower_config(directory: Path) -> EncoderConfig:
+    if (directory / CONFIG_NAME).is_file():
+        return infer_config(str(directory), 512)
+    config = json.loads((directory / "config.json").read_text()) if (directory / "config.json").is_file() else {}
+    return infer_config(str(directory), config.get("max_position_embeddings", 512))

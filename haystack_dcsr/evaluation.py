@@ -1,0 +1,198 @@
+"""Evaluation of a retriever's rankings, framework-free: the logic behind the README's tables.
+
+Rankings are plain lists, per question, of ``(passage id, score)`` best first, so any retriever
+(Haystack 1.x or 2.x, BM25 or dense) is evaluated the same way: top-k accuracy (overall and by
+question word), the MEQ paper's metrics (ranking of the gold passage among fixed candidates for q
+and q', hit@k of both questions of a pair and the overlap of their top-k), score fusion of two
+rankings, paired McNemar tests, and the Markdown tables the benchmarks write.
+"""
+
+import json
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from haystack_dcsr.fusion import fuse
+from haystack_dcsr.meq import question_word, words
+from haystack_dcsr.metrics import (
+    first_hit_ranks,
+    mean_rank,
+    mean_reciprocal_rank,
+    pair_hits,
+    paired_sign_test,
+    query_contrast_accuracy,
+    rank_of_positive,
+    top_k_accuracy,
+    top_k_by_group,
+    top_k_overlap,
+)
+
+KS = (1, 5, 20, 100)
+DEPTH = 100
+Ranked = List[List[Tuple[str, float]]]  # per question: (passage id, score), best first
+Question = Tuple[str, Sequence[str], object]  # (text, answers, anything else)
+
+WH_GROUPS = {
+    "what": "what",
+    "which": "which",
+    "who": "who",
+    "whom": "who",
+    "whose": "who",
+    "when": "when",
+    "where": "where",
+    "why": "why",
+    "how": "how",
+}
+
+
+def question_group(question: str) -> str:
+    """The question's wh-word (who/whom/whose together), ``other`` for questions without one."""
+    return WH_GROUPS.get(question_word(words(question)) or "", "other")
+
+
+def retrieval_report(ranked: Ranked, questions: Sequence[Question], texts: Dict[str, str]) -> Dict:
+    """Top-k accuracy (answer string in the passage), overall and by question word, plus each
+    question's first-hit rank (kept for paired tests)."""
+    ranks = first_hit_ranks([[texts[pid] for pid, _ in r] for r in ranked], [a for _, a, _ in questions])
+    grouped = top_k_by_group(ranks, [question_group(q) for q, _, _ in questions], KS)
+    return {
+        "top_k": {str(k): v for k, v in top_k_accuracy(ranks, KS).items()},
+        "by_question_word": {
+            g: {"n": v["n"], "top_k": {str(k): a for k, a in v["top_k"].items()}} for g, v in grouped.items()
+        },
+        "ranks": ranks,
+    }
+
+
+def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
+    """weight * dense score + (1 - weight) * min-max scaled BM25 score, per question, over the union
+    of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). HasAns is a probability
+    and is used as is; dense scores outside [0, 1] are min-max scaled too. The weight is fixed, not
+    tuned on test."""
+    return [
+        fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[not _is_probability(d), True]) for d, s in zip(dense, sparse)
+    ]
+
+
+def _is_probability(ranked) -> bool:
+    return all(0.0 <= score <= 1.0 for _, score in ranked)
+
+
+def ranking_report(
+    score: Callable[[str, List[str]], np.ndarray],
+    ranking: List[Dict],
+    pairs: List[Dict],
+    embed: Optional[Callable[[List[str]], np.ndarray]] = None,
+) -> Dict:
+    """MR and MRR of the gold passage (candidate 0) among its fixed candidates, for q and for q'; with
+    ``embed`` (dense systems), the share of q closer to a paraphrase q+ than to its MEQ q-."""
+    out: Dict = {}
+    for role in ("q", "meq"):
+        rows = [r for r in ranking if r["role"] == role]
+        ranks = [rank_of_positive(score(r["question"], r["candidates"])) for r in rows]
+        out[f"ranking_{role}"] = {"MR": mean_rank(ranks), "MRR": mean_reciprocal_rank(ranks), "n": len(ranks)}
+    with_paraphrase = [p for p in pairs if p.get("paraphrase")]
+    if embed is not None and with_paraphrase:
+        q = embed([p["question"] for p in with_paraphrase])
+        positive = embed([p["paraphrase"] for p in with_paraphrase])
+        negative = embed([p["meq"] for p in with_paraphrase])
+        out["query_contrast"] = {
+            "accuracy": query_contrast_accuracy((q * positive).sum(1), (q * negative).sum(1)),
+            "n": len(with_paraphrase),
+        }
+    return out
+
+
+def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, str]) -> Dict:
+    """Retrieval over the whole corpus for both questions of each pair: hit@k of q, of q', of both,
+    and the overlap of their top-k passages."""
+    first = {}
+    for role, key, answers in (("q", "question", "answers"), ("meq", "meq", "meq_answers")):
+        first[role] = first_hit_ranks(
+            [[texts[pid] for pid, _ in ranked_of[p[key]]] for p in pairs], [p[answers] for p in pairs]
+        )
+    hits = pair_hits(first["q"], first["meq"], KS)
+    return {
+        "hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
+        "overlap": {
+            str(k): top_k_overlap(
+                [[pid for pid, _ in ranked_of[p["question"]]] for p in pairs],
+                [[pid for pid, _ in ranked_of[p["meq"]]] for p in pairs],
+                k,
+            )
+            for k in (5, 20, 100)
+        },
+    }
+
+
+def paired_report(first_hits: Dict[str, List[int]], names: Sequence[str]) -> Dict:
+    """McNemar's exact test at top-1 and top-20 for every pair of systems."""
+    return {
+        f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
+
+
+def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List[Dict]]:
+    """``pairs.jsonl`` and ``ranking.jsonl`` of a contrast set
+    (``python -m haystack_dcsr.training build-contrast-set``);
+    ([], []) when the directory has none."""
+    if not (directory / "pairs.jsonl").is_file():
+        return [], []
+
+    def read(name: str) -> List[Dict]:
+        return [json.loads(line) for line in (directory / name).read_text().splitlines() if line.strip()]
+
+    pairs, ranking = read("pairs.jsonl"), read("ranking.jsonl")
+    if limit:
+        pairs = pairs[:limit]
+        ranking = [row for row in ranking if row["pair"] < limit]
+    return pairs, ranking
+
+
+def markdown_table(report: Dict) -> str:
+    lines = [
+        "| system | top-1 | top-5 | top-20 | top-100 | MEQ ranking MRR q / q' | MEQ ranking MR q / q' "
+        "| MEQ hit@20 q / q' / both | MEQ top-20 overlap | sim(q,q+) > sim(q,q-) | index (s) | query (ms/q) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in report["systems"].items():
+        top = " | ".join(f"{100 * r['top_k'][str(k)]:.1f}" for k in KS)
+        c, t = r.get("contrast", {}), r["timing"]
+        mrr = f"{c['ranking_q']['MRR']:.3f} / {c['ranking_meq']['MRR']:.3f}" if "ranking_q" in c else "-"
+        mr = f"{c['ranking_q']['MR']:.2f} / {c['ranking_meq']['MR']:.2f}" if "ranking_q" in c else "-"
+        hits = " / ".join(f"{100 * c['hits'][role]['20']:.1f}" for role in ("q", "meq", "both")) if "hits" in c else "-"
+        overlap = f"{100 * c['overlap']['20']:.1f}" if "overlap" in c else "-"
+        contrast = f"{100 * c['query_contrast']['accuracy']:.1f}" if "query_contrast" in c else "-"
+        index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
+        query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
+        lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
+    return "\n".join(lines)
+
+
+def paired_table(report: Dict) -> str:
+    """Every pair of systems: questions only A / only B gets in the top k, and McNemar's p."""
+    lines = ["| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |", "|---|---|---|"]
+    for pair, by_k in report.get("paired", {}).items():
+        cells = [f"{t['a_only']} / {t['b_only']} ({t['p_value']:.2g})" for t in (by_k["1"], by_k["20"])]
+        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def question_word_table(report: Dict) -> str:
+    """top-1 / top-20 per question word, one column per word (largest groups first)."""
+    systems = [(name, r["by_question_word"]) for name, r in report["systems"].items() if "by_question_word" in r]
+    if not systems:
+        return ""
+    sizes = systems[0][1]
+    groups = sorted(sizes, key=lambda g: (g == "other", -sizes[g]["n"]))
+    lines = [
+        "| top-1 / top-20 by question word | " + " | ".join(f"{g} ({sizes[g]['n']})" for g in groups) + " |",
+        "|---|" + "---|" * len(groups),
+    ]
+    for name, by in systems:
+        cells = [f"{100 * by[g]['top_k']['1']:.1f} / {100 * by[g]['top_k']['20']:.1f}" for g in groups]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

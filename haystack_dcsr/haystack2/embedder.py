@@ -1,0 +1,79 @@
+"""DCSRDocumentEmbedder: each passage encoded whole, one vector per sentence Document."""
+
+from dataclasses import replace
+from typing import Any, Dict, List, Optional
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from haystack_dcsr.dcsr_model import DCSRModel
+from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.sentence_units import assemble_passage, group_by_passage, position
+
+
+@component
+class DCSRDocumentEmbedder:
+    """Sets ``embedding`` on DCSR sentence Documents (from ``DCSRSentenceSplitter``).
+
+    A sentence's vector depends on its neighbours (the passage is read whole, one ``<sent>`` marker
+    per sentence), so every sentence of a passage must arrive in the same call: a passage with
+    sentences missing is refused by name rather than encoded out of context.
+
+    :param model: DCSR model directory or hub name (only its passage tower is loaded).
+    :param batch_size: passage windows per forward pass.
+    :param device: torch device; None picks CUDA when available.
+    :param precision: ``auto``, ``fp32``, ``fp16`` or ``bf16``.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 32,
+        device: Optional[str] = None,
+        precision: str = "auto",
+        progress_bar: bool = False,
+    ):
+        self.model = model
+        self.batch_size = batch_size
+        self.device = device
+        self.precision = precision
+        self.progress_bar = progress_bar
+        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision)
+
+    def warm_up(self) -> None:
+        """Load the passage tower now rather than on the first run."""
+        self._model.passage_tower  # noqa: B018 (loads it)
+
+    @component.output_types(documents=List[Document])
+    def run(self, documents: List[Document]) -> Dict[str, List[Document]]:
+        groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
+        ordered = []
+        for passage_id, sentences in groups.items():
+            count = position(sentences[0]).count
+            if len({position(doc).index for doc in sentences}) != count:
+                raise ValueError(
+                    f"Passage {passage_id!r} has {count} sentences but {len(sentences)} came to the embedder: pass all "
+                    "of a passage's sentences in one call (its sentence vectors depend on each other)"
+                )
+            assemble_passage(sentences)  # refuses a mix of two versions of one passage
+            ordered.append(sorted(sentences, key=lambda doc: position(doc).index))
+        vectors = self._model.encode_passages(
+            [[doc.content for doc in passage] for passage in ordered],
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+        )
+        row = {doc.id: i for i, doc in enumerate(doc for passage in ordered for doc in passage)}
+        return {"documents": [replace(doc, embedding=vectors[row[doc.id]].tolist()) for doc in documents]}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self,
+            model=self.model,
+            batch_size=self.batch_size,
+            device=self.device,
+            precision=self.precision,
+            progress_bar=self.progress_bar,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DCSRDocumentEmbedder":
+        return default_from_dict(cls, data)

@@ -1,0 +1,56 @@
+"""DCSRHybridJoiner: BM25 and DCSR in one 2.x pipeline, fused as the README's hybrid row."""
+
+from typing import Any, Dict, List, Optional
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.component.types import Variadic
+
+from haystack_dcsr.fusion import HYBRID, fuse_with_parts
+from haystack_dcsr.sentence_units import SUPPORT
+
+
+@component
+class DCSRHybridJoiner:
+    """Joins passage lists by weighted scores: DCSR's HasAns as it is (a probability), every other
+    list (BM25) min-max scaled per query (``haystack_dcsr.fusion``), which Haystack's
+    ``DocumentJoiner`` modes cannot express. Inputs must be passages with the same ids: run BM25
+    over a store of the same passages the sentence store was split from.
+
+    :param weights: one per input list, in the order they arrive (DCSR first, as connected); default equal.
+    :param top_k: passages returned (None: the whole union).
+    """
+
+    def __init__(self, weights: Optional[List[float]] = None, top_k: Optional[int] = None):
+        if weights is not None and (not weights or any(not isinstance(w, (int, float)) or w < 0 for w in weights)):
+            raise ValueError(f"DCSRHybridJoiner: weights must be non-negative numbers, got {weights!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"DCSRHybridJoiner: top_k must be an integer >= 1 or None, got {top_k!r}")
+        self.weights = weights
+        self.top_k = top_k
+
+    @component.output_types(documents=List[Document])
+    def run(self, documents: Variadic[List[Document]], top_k: Optional[int] = None) -> Dict[str, List[Document]]:
+        lists = list(documents)
+        lists.sort(key=lambda docs: not (docs and all(SUPPORT in (d.meta or {}) for d in docs)))  # DCSR first
+        if self.weights is not None and len(self.weights) != len(lists):
+            raise ValueError(f"DCSRHybridJoiner has {len(self.weights)} weights but {len(lists)} inputs")
+        by_id: Dict[str, Document] = {}
+        for docs in lists:
+            for doc in docs:
+                by_id.setdefault(doc.id, doc)
+        ranked = [[(doc.id, float(doc.score or 0.0)) for doc in docs] for docs in lists]
+        hasans = [bool(docs) and all(SUPPORT in (d.meta or {}) for d in docs) for docs in lists]
+        output = [
+            Document(id=pid, content=by_id[pid].content, meta={**by_id[pid].meta, HYBRID: parts}, score=score)
+            for pid, score, parts in fuse_with_parts(
+                ranked, self.weights, top_k or self.top_k, scaled=[not h for h in hasans]
+            )
+        ]
+        return {"documents": output}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(self, weights=self.weights, top_k=self.top_k)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DCSRHybridJoiner":
+        return default_from_dict(cls, data)

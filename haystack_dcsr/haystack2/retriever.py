@@ -1,0 +1,159 @@
+"""DCSRRetriever for Haystack 2.x: sentence hits in, passages ranked by HasAns out."""
+
+import logging
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils.deserialization import deserialize_component_inplace
+
+from haystack_dcsr.dcsr_model import DCSRModel
+from haystack_dcsr.hasans import hasans_scores
+from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
+from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.parameters import check_parameters
+from haystack_dcsr.sentence_units import (
+    SUPPORT,
+    PassageRef,
+    assemble_passage,
+    current_sentences,
+    head_id,
+    position,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class DCSRRetriever:
+    """Dense Contextual Sentence Representation retriever (Wu et al., ACL 2022) for Haystack 2.x.
+
+    Reads the ``top_n_sentences`` sentences nearest to the query from a store of DCSR sentence
+    Documents (``DCSRSentenceSplitter`` -> ``DCSRDocumentEmbedder`` -> ``DocumentWriter``), softmaxes
+    their scores into p_i and returns passages ranked by ``HasAns(P) = 1 - prod(1 - p_i)``, each
+    rebuilt exactly from its sentences, with HasAns as ``score`` and the supporting sentences in
+    ``meta["dcsr_sentences"]``. Sentences left over from an older version of a re-written passage
+    are never counted or shown.
+
+    :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
+    :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
+    :param filters: default filters (Haystack 2.x syntax, on the passages' meta, which sentences carry).
+    :param top_k: passages returned.
+    :param top_n_sentences: sentences read per query (paper: 3,000); engines that cap k need less.
+    :param temperature: HasAns softmax temperature; None uses the model's.
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        model: str = DEFAULT_MODEL,
+        filters: Optional[Dict[str, Any]] = None,
+        top_k: int = 10,
+        top_n_sentences: int = 3000,
+        temperature: Optional[float] = None,
+        device: Optional[str] = None,
+        precision: str = "auto",
+    ):
+        check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature)
+        self.document_store = document_store
+        self.model = model
+        self.filters = filters
+        self.top_k = top_k
+        self.top_n_sentences = top_n_sentences
+        self.temperature = temperature
+        self.device = device
+        self.precision = precision
+        self._sentences = sentence_store_for(document_store)
+        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision)
+        if similarity_of(document_store) == "cosine" and not self._model.settings.normalize:
+            raise ValueError(
+                "This model's vectors are not normalised, so they must be compared by dot product, but the store uses "
+                "cosine: create it with similarity='dot_product' (Qdrant) / embedding_similarity_function='dot_product'"
+            )
+
+    def warm_up(self) -> None:
+        """Load the query tower now rather than on the first query."""
+        self._model.query_tower  # noqa: B018 (loads it)
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        if top_k is not None:
+            check_parameters(top_k=top_k)
+        vector = self._model.encode_queries([query])[0]
+        hits = self._sentences.search(vector, self.top_n_sentences, filters if filters is not None else self.filters)
+        return {"documents": self._rank(hits, self.top_k if top_k is None else top_k)}
+
+    def _rank(self, hits: List[Document], top_k: int) -> List[Document]:
+        """HasAns over the hits; the best passages are read whole. A hit that is not a current sentence
+        of its passage (left by re-writing it), or a passage that cannot be rebuilt, is dropped and
+        the ranking recomputed without it, so what is returned is exactly what is stored."""
+        temperature = self.temperature or self._model.temperature
+        dropped: List[str] = []
+        while True:
+            keys = [position(doc).passage_id for doc in hits]
+            names, key_of = np.unique(np.array(keys, dtype=object), return_inverse=True) if hits else ([], [])
+            scores = hasans_scores(
+                np.array([doc.score for doc in hits], dtype=np.float64), np.asarray(key_of, dtype=np.int64), temperature
+            )
+            chosen = [str(names[key]) for key in scores.passages[:top_k]]
+            stored = {doc.id: doc for doc in self._sentences.read(chosen)}
+            passages: Dict[str, Optional[List[Document]]] = {}
+            for pid in chosen:
+                head = stored.get(head_id(pid))
+                passages[pid] = None if head is None else current_sentences(PassageRef.of(position(head)), stored)
+            kept = [doc for doc in hits if self._current(doc, passages, stored)]
+            if len(kept) == len(hits):
+                break
+            dropped.extend(pid for pid, sentences in passages.items() if sentences is None)
+            hits = kept
+        if dropped:
+            logger.warning(
+                "Left out %d passage(s) the store no longer holds complete: %s",
+                len(set(dropped)),
+                ", ".join(sorted(set(dropped))[:5]),
+            )
+        return [self._passage(pid, passages[pid], hits, scores, key) for key, pid in zip(scores.passages, chosen)]
+
+    @staticmethod
+    def _current(hit: Document, passages: Dict[str, Optional[List[Document]]], stored: Dict[str, Document]) -> bool:
+        where = position(hit)
+        if where.passage_id not in passages:
+            return True  # not among the passages returned: its standing does not change the answer
+        sentences = passages[where.passage_id]
+        return sentences is not None and any(doc.id == hit.id and position(doc) == where for doc in sentences)
+
+    @staticmethod
+    def _passage(pid: str, sentences: List[Document], hits: List[Document], scores, key: int) -> Document:
+        doc_id, content, meta = assemble_passage(sentences)
+        rank = int(np.flatnonzero(scores.passages == key)[0])
+        support = [
+            {
+                "sentence_index": position(hit).index,
+                "text": hit.content,
+                "score": float(hit.score),
+                "probability": float(scores.sentence_probabilities[i]),
+            }
+            for i, hit in enumerate(hits)
+            if position(hit).passage_id == pid
+        ]
+        return Document(id=doc_id, content=content, meta={**meta, SUPPORT: support}, score=float(scores.hasans[rank]))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            model=self.model,
+            filters=self.filters,
+            top_k=self.top_k,
+            top_n_sentences=self.top_n_sentences,
+            temperature=self.temperature,
+            device=self.device,
+            precision=self.precision,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DCSRRetriever":
+        deserialize_component_inplace(data["init_parameters"], key="document_store")
+        return default_from_dict(cls, data)

@@ -1,0 +1,3 @@
+from haystack_dcsr.training.cli import main
+
+main()

@@ -1,0 +1,85 @@
+"""The framework-free evaluation: fixed-candidate HasAns scoring, retrieval and pair reports, tables."""
+
+import json
+
+import numpy as np
+import pytest
+
+from haystack_dcsr.evaluation import (
+    load_contrast_set,
+    markdown_table,
+    pair_report,
+    paired_report,
+    paired_table,
+    question_group,
+    question_word_table,
+    ranking_report,
+    retrieval_report,
+)
+from haystack_dcsr.hasans import hasans_scores, score_passages
+
+
+def test_score_passages_ranks_candidates_by_hasans_over_all_their_sentences():
+    rng = np.random.default_rng(0)
+    query = rng.standard_normal(8)
+    candidates = [rng.standard_normal((n, 8)) for n in (3, 1, 4)]
+    got = score_passages(query, candidates, temperature=2.0)
+    scores = np.concatenate([c @ query for c in candidates])
+    keys = np.repeat([0, 1, 2], [3, 1, 4])
+    expected = hasans_scores(scores, keys, 2.0)
+    assert list(np.argsort(-got, kind="stable")) == list(expected.passages)
+    assert np.allclose(1 - np.exp(-np.sort(got)[::-1]), expected.hasans)
+    assert score_passages(query, []).shape == (0,)
+
+
+def test_retrieval_report_counts_answers_in_the_ranked_passages():
+    texts = {"a": "Paris is in France", "b": "Berlin is in Germany", "c": "Rome"}
+    questions = [
+        ("Who lives in Paris?", ["France"], None),
+        ("When was Berlin founded?", ["1237"], None),
+        ("Where is Berlin?", ["Germany"], None),
+    ]
+    ranked = [[("b", 2.0), ("a", 1.0)], [("a", 1.0)], [("b", 3.0)]]
+    report = retrieval_report(ranked, questions, texts)
+    assert report["ranks"] == [2, 0, 1]
+    assert report["top_k"]["1"] == pytest.approx(1 / 3) and report["top_k"]["5"] == pytest.approx(2 / 3)
+    assert report["by_question_word"]["who"] == {"n": 1, "top_k": {"1": 0.0, "5": 1.0, "20": 1.0, "100": 1.0}}
+    assert question_group("Whose book is it?") == "who" and question_group("Name the river.") == "other"
+
+
+def test_ranking_and_pair_reports_follow_the_meq_paper():
+    ranking = [
+        {"role": "q", "question": "q1", "candidates": ["g", "x", "y"]},
+        {"role": "meq", "question": "m1", "candidates": ["g2", "x", "y"]},
+    ]
+    table = {"q1": [0.9, 0.1, 0.2], "m1": [0.1, 0.5, 0.2]}  # q' ranks its gold last
+    report = ranking_report(lambda question, candidates: np.array(table[question]), ranking, pairs=[])
+    assert report["ranking_q"] == {"MR": 1.0, "MRR": 1.0, "n": 1}
+    assert report["ranking_meq"]["MR"] == 3.0 and report["ranking_meq"]["MRR"] == pytest.approx(1 / 3)
+    pairs = [{"question": "q1", "meq": "m1", "answers": ["gold"], "meq_answers": ["other"]}]
+    texts = {"g": "the gold passage", "g2": "the other passage", "x": "nothing"}
+    pairs_out = pair_report({"q1": [("g", 1.0), ("x", 0.5)], "m1": [("x", 1.0), ("g2", 0.5)]}, pairs, texts)
+    assert pairs_out["hits"]["q"]["1"] == 1.0 and pairs_out["hits"]["meq"]["1"] == 0.0
+    assert pairs_out["hits"]["both"]["5"] == 1.0 and pairs_out["overlap"]["5"] == pytest.approx(
+        1 / 5
+    )  # "x" shared, of k=5
+
+
+def test_tables_and_paired_tests(tmp_path):
+    first_hits = {"A": [1, 1, 1, 2], "B": [2, 1, 0, 2]}
+    paired = paired_report(first_hits, ["A", "B"])
+    assert paired["A vs B"]["1"]["a_only"] == 2 and paired["A vs B"]["1"]["b_only"] == 0
+    system = {
+        "top_k": {"1": 0.5, "5": 0.6, "20": 0.7, "100": 0.8},
+        "timing": {"index_s": 12.0},
+        "by_question_word": {"who": {"n": 3, "top_k": {"1": 0.5, "20": 1.0}}},
+    }
+    report = {"systems": {"A": system}, "paired": paired}
+    assert "| A | 50.0 | 60.0 | 70.0 | 80.0 | - | - | - | - | - | 12 | - |" in markdown_table(report)
+    assert "| A vs B | 2 / 0 (0.5) |" in paired_table(report)
+    assert "| A | 50.0 / 100.0 |" in question_word_table(report)
+    assert load_contrast_set(tmp_path) == ([], [])
+    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps({"i": i}) for i in range(3)))
+    (tmp_path / "ranking.jsonl").write_text("\n".join(json.dumps({"pair": i}) for i in range(3)))
+    pairs, ranking = load_contrast_set(tmp_path, limit=2)
+    assert len(pairs) == 2 and [r["pair"] for r in ranking] == [0, 1]

@@ -1,0 +1,28 @@
+"""Tiny random BERTs for tests, framework-free: both the Haystack 1.x and 2.x suites build them."""
+
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from haystack_dcsr.models import EncoderConfig, resolve_model_path
+
+MINILM = resolve_model_path("all-MiniLM-L6-v2")
+
+
+def make_tiny_bert(
+    directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1, hidden_size=32
+):
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=hidden_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+    BertModel(config).save_pretrained(directory)
+    AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
+    EncoderConfig(pooling=pooling, max_length=max_length, normalize=normalize, temperature=temperature).save(directory)
+    return str(directory)

@@ -1,0 +1,176 @@
+"""The Haystack 2.x components: indexing, HasAns retrieval, filters, re-writes, stores, serialisation, hybrid."""
+
+import numpy as np
+import pytest
+from conftest import QUESTIONS
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.components.writers import DocumentWriter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_dcsr import DCSRModel
+from haystack_dcsr.fusion import fuse
+from haystack_dcsr.hasans import hasans_scores
+from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRHybridJoiner, DCSRRetriever, DCSRSentenceSplitter
+
+MODEL = "all-MiniLM-L6-v2"
+
+
+def indexing(store, model=MODEL, policy=DuplicatePolicy.OVERWRITE):
+    pipeline = Pipeline()
+    pipeline.add_component("split", DCSRSentenceSplitter(model=model))
+    pipeline.add_component("embed", DCSRDocumentEmbedder(model=model))
+    pipeline.add_component("write", DocumentWriter(document_store=store, policy=policy))
+    pipeline.connect("split.documents", "embed.documents")
+    pipeline.connect("embed.documents", "write.documents")
+    return pipeline
+
+
+@pytest.fixture
+def store(passages):
+    store = InMemoryDocumentStore()
+    indexing(store).run({"split": {"documents": passages}})
+    return store
+
+
+def test_sentences_are_stored_with_vectors_of_their_whole_passage(store, passages):
+    sentences = store.filter_documents()
+    assert len(sentences) == 15 and {d.id for d in sentences} >= {"Paris#0", "Paris#2", "Penicillin#1"}
+    model = DCSRModel.from_pretrained(MODEL, use_gpu=False)
+    paris = sorted((d for d in sentences if d.id.startswith("Paris#")), key=lambda d: d.id)
+    expected = model.encode_passages([[d.content for d in paris]])
+    assert np.allclose(np.array([d.embedding for d in paris]), expected, atol=1e-5)
+    alone = model.encode_passages([[paris[1].content]])[0]  # the same sentence without its neighbours
+    assert not np.allclose(paris[1].embedding, alone, atol=1e-3)
+
+
+def test_retriever_ranks_passages_by_hasans_and_rebuilds_them_exactly(store, passages):
+    retriever = DCSRRetriever(document_store=store, model=MODEL, top_k=3)
+    for question, title in QUESTIONS:
+        found = retriever.run(query=question)["documents"]
+        assert found[0].id == title and found[0].content == next(p.content for p in passages if p.id == title)
+        assert [d.score for d in found] == sorted((d.score for d in found), reverse=True)
+        assert all(0 < d.score <= 1 for d in found) and found[0].meta["title"] == title
+    # scores equal HasAns computed by hand from every sentence's dot product with the query
+    model = DCSRModel.from_pretrained(MODEL, use_gpu=False)
+    sentences = store.filter_documents()
+    query = model.encode_queries([QUESTIONS[0][0]])[0]
+    scores = np.array([np.dot(d.embedding, query) for d in sentences])
+    keys = np.array(
+        [["Paris", "Berlin", "Banana", "Jupiter", "Penicillin"].index(d.id.split("#")[0]) for d in sentences]
+    )
+    expected = hasans_scores(scores, keys, temperature=0.05)
+    found = retriever.run(query=QUESTIONS[0][0], top_k=5)["documents"]
+    assert [d.score for d in found] == pytest.approx(list(expected.hasans), abs=1e-5)
+    support = found[0].meta["dcsr_sentences"]
+    assert (
+        len(support) == 3
+        and max(support, key=lambda s: s["score"])["text"] == "The Eiffel Tower was completed in 1889."
+    )
+
+
+def test_filters_apply_to_the_passages_meta(store):
+    retriever = DCSRRetriever(
+        document_store=store, model=MODEL, top_k=5, filters={"field": "meta.kind", "operator": "==", "value": "other"}
+    )
+    found = retriever.run(query="When was the Eiffel Tower completed?")["documents"]
+    assert {d.id for d in found} == {"Banana", "Jupiter", "Penicillin"}
+    city = retriever.run(
+        query="Where do bananas grow?", filters={"field": "meta.kind", "operator": "==", "value": "city"}
+    )
+    assert {d.id for d in city["documents"]} == {"Paris", "Berlin"}
+
+
+def test_a_rewritten_passage_shows_only_its_current_sentences(store):
+    """OVERWRITE with fewer sentences leaves the old tail in the store: it is never counted or shown."""
+    indexing(store).run(
+        {
+            "split": {
+                "documents": [
+                    Document(
+                        id="Paris", content="Paris is the capital of France.", meta={"title": "Paris", "kind": "city"}
+                    )
+                ]
+            }
+        }
+    )
+    assert store.count_documents() == 15  # Paris#1 and Paris#2 of the old version are still there
+    retriever = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
+    found = {d.id: d for d in retriever.run(query="When was the Eiffel Tower completed?")["documents"]}
+    assert found["Paris"].content == "Paris is the capital of France."
+    assert [s["sentence_index"] for s in found["Paris"].meta["dcsr_sentences"]] == [0]
+
+
+def test_embedder_refuses_a_passage_missing_sentences(store):
+    sentences = DCSRSentenceSplitter(model=MODEL).run([Document(id="x", content="One. Two. Three.")])["documents"]
+    with pytest.raises(ValueError, match="'x' has 3 sentences but 2"):
+        DCSRDocumentEmbedder(model=MODEL).run(sentences[:2])
+    with pytest.raises(ValueError, match="not a DCSR sentence"):
+        DCSRDocumentEmbedder(model=MODEL).run([Document(id="plain", content="No layout.")])
+
+
+def test_bad_parameters_are_refused_at_construction(store):
+    with pytest.raises(ValueError, match="top_k must be an integer >= 1"):
+        DCSRRetriever(document_store=store, model=MODEL, top_k=0)
+    with pytest.raises(TypeError, match="does not support dict"):
+        DCSRRetriever(document_store={}, model=MODEL)
+    with pytest.raises(FileNotFoundError):
+        DCSRRetriever(document_store=store, model="./no/such/model")
+
+
+def test_pipeline_survives_yaml_round_trip(store):
+    pipeline = Pipeline()
+    pipeline.add_component("dcsr", DCSRRetriever(document_store=store, model=MODEL, top_k=2, top_n_sentences=50))
+    text = pipeline.dumps()
+    assert "haystack_dcsr.haystack2.retriever.DCSRRetriever" in text and "top_n_sentences: 50" in text
+    again = Pipeline.loads(text)
+    retriever = again.get_component("dcsr")
+    assert (retriever.top_k, retriever.top_n_sentences) == (2, 50)
+    indexer = Pipeline.loads(indexing(InMemoryDocumentStore()).dumps())
+    assert indexer.get_component("split").model == MODEL
+
+
+def test_hybrid_pipeline_fuses_bm25_and_hasans(store, passages):
+    passage_store = InMemoryDocumentStore()
+    passage_store.write_documents(passages)
+    pipeline = Pipeline()
+    pipeline.add_component("dcsr", DCSRRetriever(document_store=store, model=MODEL, top_k=5))
+    pipeline.add_component("bm25", InMemoryBM25Retriever(document_store=passage_store, top_k=5))
+    pipeline.add_component("join", DCSRHybridJoiner(weights=[0.5, 0.5], top_k=3))
+    pipeline.connect("dcsr.documents", "join.documents")
+    pipeline.connect("bm25.documents", "join.documents")
+    question = "Which wall divided Berlin?"
+    output = pipeline.run(
+        {"dcsr": {"query": question}, "bm25": {"query": question}}, include_outputs_from={"dcsr", "bm25"}
+    )
+    dcsr, bm25 = output["dcsr"]["documents"], output["bm25"]["documents"]
+    expected = fuse(
+        [[(d.id, d.score) for d in dcsr], [(d.id, d.score) for d in bm25]], [0.5, 0.5], 3, scaled=[False, True]
+    )
+    assert [(d.id, pytest.approx(d.score)) for d in output["join"]["documents"]] == expected
+    assert output["join"]["documents"][0].id == "Berlin"
+
+
+def test_qdrant_gives_the_same_passages_as_the_exact_store(store, passages):
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    qdrant = QdrantDocumentStore(
+        location=":memory:", embedding_dim=384, similarity="cosine", progress_bar=False, recreate_index=True
+    )
+    indexing(qdrant).run({"split": {"documents": passages}})
+    exact = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
+    engine = DCSRRetriever(document_store=qdrant, model=MODEL, top_k=5)
+    for question, title in QUESTIONS:
+        want = exact.run(query=question)["documents"]
+        got = engine.run(query=question)["documents"]
+        assert [d.id for d in got] == [d.id for d in want] and got[0].id == title
+        assert [d.score for d in got] == pytest.approx([d.score for d in want], abs=1e-4)
+    only = engine.run(
+        query="Who discovered penicillin?", filters={"field": "meta.kind", "operator": "==", "value": "city"}
+    )["documents"]
+    assert {d.id for d in only} == {"Paris", "Berlin"}
+    restored = Pipeline.loads(Pipeline().dumps())  # the store itself serialises through the retriever
+    assert (
+        restored is not None and DCSRRetriever.from_dict(engine.to_dict()).document_store.to_dict() == qdrant.to_dict()
+    )

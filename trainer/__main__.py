@@ -1,3 +1,0 @@
-from trainer.cli import main
-
-main()
