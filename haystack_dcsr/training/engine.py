@@ -23,7 +23,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from haystack_dcsr.dcsr_model import DCSRSettings, write_manifest
+from haystack_dcsr.dcsr_model import DCSRSettings, ModelFiles, write_manifest
 from haystack_dcsr.encoder import PassageTower, QueryTower, Tower, Window
 from haystack_dcsr.hub import model_card
 from haystack_dcsr.models import pick_dtype
@@ -115,9 +115,10 @@ def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower,
         device=str(device),
         precision="fp32",
     )
-    query = QueryTower(config.query_model or config.base_model, max_length=config.max_query_len, **common)
+    base = ModelFiles.locate(config.base_model)  # one tower, or a DCSRModel / trainer output to train further
+    query = QueryTower(config.query_model or base.query_dir, max_length=config.max_query_len, **common)
     passage = PassageTower(
-        config.passage_model or config.base_model, max_length=config.max_passage_len, level=config.level, **common
+        config.passage_model or base.passage_dir, max_length=config.max_passage_len, level=config.level, **common
     )
     return query, passage
 
@@ -372,14 +373,7 @@ class Trainer:
     def validate(self) -> Dict[str, float]:
         """In-batch rank of the positive on the dev set: accuracy (rank 1) and average rank."""
         self.model.eval()
-        builder = SampleBuilder(
-            level=self.config.level,
-            negatives=self.config.negatives,
-            exclude_adjacent=self.config.exclude_adjacent,
-            train_meqs=False,
-            seed=self.config.seed,
-        )
-        builder._sentences = self.builder._sentences
+        builder = self.builder.for_validation()
         ranks = []
         for samples in batches(builder.epoch(self.dev_records, 0), self.config.dev_batch_size, drop_last=False):
             batch = make_batch(samples, self.config.mask_false_negatives)

@@ -121,13 +121,13 @@ def mine_with_retriever(
 
     from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 
-    retriever = (
-        DCSRRetriever.load(model_dir)
-        if (Path(model_dir) / "dcsr_retriever.json").is_file()
-        else DCSRRetriever(
-            query_model=str(Path(model_dir) / "query_encoder"), passage_model=str(Path(model_dir) / "passage_encoder")
-        )
-    )
+    if (Path(model_dir) / "dcsr_retriever.json").is_file():
+        retriever = DCSRRetriever.load(model_dir)
+        splitter = SentencePreprocessor(split_sentences=retriever.passage_encoder.config.level != "passage")
+    else:  # a DCSRModel directory (a trainer output): the model says how to split its passages
+        retriever = DCSRRetriever(model=str(model_dir))
+        splitter = SentencePreprocessor(model=str(model_dir))
+    splitter.progress_bar = False
     store = FAISSDocumentStore(
         sql_url="sqlite://",
         embedding_dim=retriever.embedding_dim,
@@ -137,9 +137,6 @@ def mine_with_retriever(
     )
     retriever.document_store = store
     documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in corpus]
-    whole = retriever.passage_encoder.config.level == "passage"  # a DPR-style tower reads passages unsplit
-    store.write_documents(
-        SentencePreprocessor(split_sentences=not whole, progress_bar=False).process(documents)["documents"]
-    )
+    store.write_documents(splitter.process(documents)["documents"])
     store.update_embeddings(retriever)
     return mine_hard_negatives(records, retriever, output, top_k=top_k, keep=keep, batch_size=batch_size)

@@ -108,6 +108,20 @@ class SampleBuilder:
         self._sentences: Dict[str, List[str]] = {}
         self.skipped_no_answer_sentence = 0
 
+    def for_validation(self) -> "SampleBuilder":
+        """The same recipe without MEQ training samples, for dev batches; it shares this builder's
+        splitter and sentence cache, so passages seen in training are not split again."""
+        twin = SampleBuilder(
+            level=self.level,
+            negatives=list(self.recipe),
+            exclude_adjacent=self.exclude_adjacent,
+            train_meqs=False,
+            splitter=self.splitter,
+            seed=self.seed,
+        )
+        twin._sentences = self._sentences
+        return twin
+
     def sentences(self, passage: Passage) -> List[str]:
         if passage.key not in self._sentences:
             self._sentences[passage.key] = self.splitter.split(passage.text) or [passage.text]

@@ -126,6 +126,17 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
         assert all(n.key != m.positives[0].key and m.answers[0] not in n.text for n in m.hard_negatives)
 
 
+def test_a_second_round_trains_from_the_first_rounds_model_directory(trained, tmp_path):
+    """DCSR-hard: base_model may be a DCSRModel directory; both towers start from its trained weights."""
+    trainer, records, _, _, _, run = trained
+    second = Trainer(config(str(run / "last"), tmp_path, max_steps=1), records=records[:8])
+    for mine, first in ((second.query, trainer.query), (second.passage, trainer.passage)):
+        assert all(
+            torch.equal(a.cpu(), b.cpu())
+            for a, b in zip(mine.model.state_dict().values(), first.model.state_dict().values())
+        )
+
+
 def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):
     trainer, records, _, _, _, run = trained
     last = run / "last"
