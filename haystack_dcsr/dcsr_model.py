@@ -25,7 +25,16 @@ from typing import Any, Dict, Literal, Optional, Sequence, Union
 import numpy as np
 
 from haystack_dcsr.encoder import PassageTower, QueryTower
-from haystack_dcsr.models import CONFIG_NAME, DEFAULT_MODEL, EncoderConfig, infer_config, resolve_model_path
+from haystack_dcsr.models import (
+    CONFIG_NAME,
+    DEFAULT_MODEL,
+    EncoderConfig,
+    Level,
+    Pooling,
+    Precision,
+    infer_config,
+    resolve_model_path,
+)
 from haystack_dcsr.splitting import SentenceSplitter
 
 MODEL_FILE = "dcsr_model.json"
@@ -47,8 +56,8 @@ class DCSRSettings:
     :param language / min_words: the sentence splitter's settings (``SentenceSplitter``).
     """
 
-    level: Literal["sentence", "passage"] = "sentence"
-    pooling: Literal["marker", "mean", "cls"] = "marker"
+    level: Level = "sentence"
+    pooling: Pooling = "marker"
     normalize: bool = False
     temperature: float = 1.0
     max_query_length: int = 64
@@ -145,7 +154,9 @@ class DCSRModel:
     :param device / use_gpu / precision: as for the towers (``Tower``).
     """
 
-    def __init__(self, files: ModelFiles, device: Optional[str] = None, use_gpu: bool = True, precision: str = "auto"):
+    def __init__(
+        self, files: ModelFiles, device: Optional[str] = None, use_gpu: bool = True, precision: Precision = "auto"
+    ):
         self.files = files
         self.settings = files.settings
         self._tower_options = dict(device=device, use_gpu=use_gpu, precision=precision)
@@ -158,7 +169,7 @@ class DCSRModel:
         name_or_path: str = DEFAULT_MODEL,
         device: Optional[str] = None,
         use_gpu: bool = True,
-        precision: str = "auto",
+        precision: Precision = "auto",
     ) -> "DCSRModel":
         """Finds the parts now (a missing directory fails here); each tower loads on first use, so an
         indexing service never loads the query tower and a query service never the passage tower."""

@@ -17,6 +17,9 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
+    Level,
+    Pooling,
+    Precision,
     load_tower,
     pick_device,
     pick_dtype,
@@ -45,14 +48,14 @@ class Tower:
     def __init__(
         self,
         model_name_or_path: str = DEFAULT_MODEL,
-        pooling: Optional[str] = None,
+        pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         max_length: Optional[int] = None,
         temperature: Optional[float] = None,
-        level: Optional[str] = None,
+        level: Optional[Level] = None,
         device: Optional[str] = None,
         use_gpu: bool = True,
-        precision: str = "auto",
+        precision: Precision = "auto",
     ):
         overrides = dict(
             pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Literal, Optional, Tuple, Union
 
 import torch
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -20,6 +20,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MARKER = "<sent>"
 CONFIG_NAME = "dcsr_encoder.json"
+Pooling = Literal["marker", "mean", "cls"]
+Level = Literal["sentence", "passage"]
+Precision = Literal["auto", "fp32", "fp16", "bf16"]
 POOLINGS = ("marker", "mean", "cls")
 LEVELS = ("sentence", "passage")
 _OFFLINE_MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -40,12 +43,12 @@ class EncoderConfig:
         ``SentencePreprocessor(split_sentences=False)``).
     """
 
-    pooling: str = "marker"
+    pooling: Pooling = "marker"
     normalize: bool = False
     max_length: int = 512
     temperature: float = 1.0
     marker: str = MARKER
-    level: str = "sentence"
+    level: Level = "sentence"
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
@@ -181,7 +184,7 @@ def pick_device(device: Optional[str] = None, use_gpu: bool = True) -> torch.dev
     return torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
 
 
-def pick_dtype(device: torch.device, precision: str = "auto") -> torch.dtype:
+def pick_dtype(device: torch.device, precision: Precision = "auto") -> torch.dtype:
     """fp32 on CPU; on CUDA bf16 where supported, else fp16 (``auto``). An explicit bf16 on a GPU
     without it falls back to fp16 rather than failing mid-run."""
     choices = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

@@ -13,7 +13,7 @@ from haystack.nodes.base import BaseComponent
 
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import QueryTower
-from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 
 
 class QueryEncoder(BaseComponent):
@@ -38,13 +38,13 @@ class QueryEncoder(BaseComponent):
     def __init__(
         self,
         model_name_or_path: str = DEFAULT_MODEL,
-        pooling: Optional[str] = None,
+        pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         max_seq_len: Optional[int] = None,
         batch_size: int = 64,
         use_gpu: bool = True,
         device: Optional[str] = None,
-        precision: str = "auto",
+        precision: Precision = "auto",
         progress_bar: bool = True,
     ):
         super().__init__()

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
 from haystack_dcsr.hasans import PassageScores, hasans_scores
-from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.passage_deletion import delete_passages
 from haystack_dcsr.query_encoder import QueryEncoder
@@ -81,7 +81,7 @@ class DCSRRetriever(DenseRetriever):
         query_model: str = DEFAULT_MODEL,
         passage_model: Optional[str] = None,
         query_encoder: Optional[QueryEncoder] = None,
-        pooling: Optional[str] = None,
+        pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         top_k: int = 10,
         top_n_sentences: int = 3000,
@@ -91,7 +91,7 @@ class DCSRRetriever(DenseRetriever):
         batch_size: int = 32,
         use_gpu: bool = True,
         device: Optional[str] = None,
-        precision: str = "auto",
+        precision: Precision = "auto",
         progress_bar: bool = True,
         passage_cache_size: int = 100_000,
         search_params: Optional[Dict[str, float]] = None,

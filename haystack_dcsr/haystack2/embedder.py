@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_dcsr.dcsr_model import DCSRModel
-from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.sentence_units import assemble_passage, group_by_passage, position
 
 
@@ -29,7 +29,7 @@ class DCSRDocumentEmbedder:
         model: str = DEFAULT_MODEL,
         batch_size: int = 32,
         device: Optional[str] = None,
-        precision: str = "auto",
+        precision: Precision = "auto",
         progress_bar: bool = False,
     ):
         self.model = model

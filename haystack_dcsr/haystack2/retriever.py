@@ -10,7 +10,7 @@ from haystack.utils.deserialization import deserialize_component_inplace
 from haystack_dcsr.dcsr_model import DCSRModel
 from haystack_dcsr.hasans import hasans_scores
 from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
-from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.sentence_units import (
     SUPPORT,
@@ -52,7 +52,7 @@ class DCSRRetriever:
         top_n_sentences: int = 3000,
         temperature: Optional[float] = None,
         device: Optional[str] = None,
-        precision: str = "auto",
+        precision: Precision = "auto",
     ):
         check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature)
         self.document_store = document_store
