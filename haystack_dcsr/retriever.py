@@ -30,6 +30,7 @@ from haystack_dcsr.sentence_units import (
     position,
 )
 from haystack_dcsr.sql_rows import fetch_documents
+from haystack_dcsr.vector_search import SEARCH_PARAMETERS
 
 logger = logging.getLogger(__name__)
 
@@ -538,8 +539,6 @@ def _same_filter_groups(filters: List[Optional[FilterType]]) -> List[List[int]]:
 
 
 def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
-    from haystack_dcsr.sentence_search import SEARCH_PARAMETERS
-
     params = dict(params or {})
     for name, value in params.items():
         if name not in SEARCH_PARAMETERS:
