@@ -93,7 +93,8 @@ def test_a_corrupted_checkpoint_is_named_with_what_to_do(tmp_path, tiny_bert, da
         warmup_steps=0,
     )
     Trainer(config, records=make_records(16)).train(resume=False)
-    state = tmp_path / "run" / "checkpoint" / "state.pt"
+    state = tmp_path / "run" / "checkpoint-0000002" / "state.pt"  # the newest (keep_checkpoints=1)
+    assert [p.name for p in (tmp_path / "run").glob("checkpoint*")] == ["checkpoint-0000002"]
     if damage == "truncate":
         state.write_bytes(state.read_bytes()[:1000])
     else:

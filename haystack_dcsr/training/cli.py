@@ -201,7 +201,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     meq_options(p)
     p.set_defaults(func=build_meq_augmentation)
 
-    p = commands.add_parser("train", help="fine-tune the towers (also under torchrun)")
+    from haystack_dcsr.training.config import describe_fields
+
+    p = commands.add_parser(
+        "train",
+        help="fine-tune the towers (also under torchrun)",
+        epilog=describe_fields(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--config", help="YAML file of TrainConfig fields")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint in output_dir")

@@ -10,51 +10,68 @@ import yaml
 from haystack_dcsr.models import DEFAULT_MODEL
 
 
+def option(default: Any, help: str) -> Any:
+    """A config field with its help text (listed by ``dcsr-train train --help``)."""
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 @dataclasses.dataclass
 class TrainConfig:
-    train_file: str = ""
-    dev_file: Optional[str] = None
-    output_dir: str = "runs/dcsr"
+    # data and output
+    train_file: str = option("", "training records (DPR-format JSON/JSONL(.gz), e.g. from mine-bm25)")
+    dev_file: Optional[str] = option(None, "dev records: in-batch and retrieval validation, best/ selection")
+    output_dir: str = option("runs/dcsr", "where best/, last/, checkpoints and log.jsonl go")
     # towers
-    base_model: str = DEFAULT_MODEL
-    query_model: Optional[str] = None  # None: base_model
-    passage_model: Optional[str] = None  # None: base_model
-    pooling: Optional[str] = None  # None: marker (sentence level) / cls (passage level)
-    normalize: Optional[bool] = None  # None: the base model's own (True for sentence-transformers models)
-    max_query_len: int = 64
-    max_passage_len: int = 256
+    base_model: str = option(DEFAULT_MODEL, "HF model or hub name, or a DCSR model directory to train further")
+    query_model: Optional[str] = option(None, "query tower to start from (null: base_model's)")
+    passage_model: Optional[str] = option(None, "passage tower to start from (null: base_model's)")
+    pooling: Optional[str] = option(None, "marker, mean or cls (null: marker at sentence level, cls at passage)")
+    normalize: Optional[bool] = option(None, "L2-normalise vectors (null: the base model's own)")
+    max_query_len: int = option(64, "tokens per question")
+    max_passage_len: int = option(256, "tokens per passage window (longer passages are windowed)")
     # samples
-    level: str = "sentence"  # sentence = DCSR, passage = DPR
-    negatives: Union[str, List[str]] = "+1 in-passage +1 BM25 random"
-    exclude_adjacent: bool = True
-    mask_false_negatives: bool = True
-    train_meqs: bool = True
-    meq_oversample: int = 1  # records with an MEQ enter each epoch this many times (fresh q+/q-/negatives)
+    level: str = option("sentence", "sentence = DCSR (a vector per sentence), passage = DPR")
+    negatives: Union[str, List[str]] = option(
+        "+1 in-passage +1 BM25 random", "negative recipe: a name of samples.RECIPES or a list of in_passage/bm25"
+    )
+    exclude_adjacent: bool = option(True, "no in-passage negative next to the positive sentence")
+    mask_false_negatives: bool = option(True, "mask candidates that contain the answer (or are the positive)")
+    train_meqs: bool = option(True, "MEQs (q-) of records also train as questions with their own QP term")
+    meq_oversample: int = option(1, "records with an MEQ enter each epoch this many times (fresh q+/q-/negatives)")
     # optimisation
-    batch_size: int = 16  # questions per global batch (all ranks together)
-    epochs: int = 1
-    max_steps: Optional[int] = None
-    lr: float = 2e-5
-    weight_decay: float = 0.0
-    warmup_steps: int = 100
-    grad_accumulation: int = 1
-    grad_cache_chunk: Optional[int] = None  # gradient cache: encode this many windows per pass (None: off)
-    max_grad_norm: float = 2.0
-    precision: str = "auto"  # autocast on CUDA: bf16 where supported, else fp16; fp32 on CPU
-    device: Optional[str] = None  # None: cuda (this rank's GPU) when available, else cpu; "cpu" forces the CPU
-    temperature: Optional[float] = None  # QP softmax temperature; None: the base model's own (0.05 cosine, 1.0 dot)
+    batch_size: int = option(16, "questions per global batch (all ranks together)")
+    epochs: int = option(1, "passes over the training records")
+    max_steps: Optional[int] = option(None, "stop after this many optimiser steps (null: epochs decide)")
+    lr: float = option(2e-5, "peak learning rate (linear warm-up and decay)")
+    weight_decay: float = option(0.0, "AdamW weight decay")
+    warmup_steps: int = option(100, "linear warm-up steps")
+    grad_accumulation: int = option(1, "micro-batches per optimiser step")
+    grad_cache_chunk: Optional[int] = option(None, "gradient cache: windows encoded per pass (null: off)")
+    max_grad_norm: float = option(2.0, "gradient clipping norm (0: off)")
+    precision: str = option("auto", "auto (bf16/fp16 autocast on CUDA, fp32 on CPU), fp32, fp16 or bf16")
+    device: Optional[str] = option(None, "cpu, cuda or cuda:N (null: this rank's GPU when available)")
+    temperature: Optional[float] = option(None, "QP softmax temperature (null: 0.05 cosine models, 1.0 dot)")
     # MEQ query-side loss: L = QP + qq_weight * QQ
-    qq_form: Optional[str] = None  # None, infonce, dot or triplet
-    qq_weight: float = 1.0
-    qq_start_epoch: int = 0
-    qq_margin: float = 1.0
-    qq_fallback_positive: str = "dropout"  # without a paraphrase: "dropout" (q again, other dropout mask) or "none"
-    # bookkeeping
-    seed: int = 42
-    checkpoint_every: int = 500
-    log_every: int = 10
-    dev_limit: int = 1000
-    dev_batch_size: int = 32
+    qq_form: Optional[str] = option(None, "QQ loss: infonce, dot, triplet or null (off)")
+    qq_weight: float = option(1.0, "lambda in L = QP + lambda * QQ")
+    qq_start_epoch: int = option(0, "first epoch with the QQ term")
+    qq_margin: float = option(1.0, "triplet margin")
+    qq_fallback_positive: str = option("dropout", "q+ without a paraphrase: dropout (q, another mask) or none")
+    # validation, checkpoints, logs
+    seed: int = option(42, "seed of sampling, dropout and initialisation")
+    validate_every: Optional[int] = option(None, "also validate every N steps (null: each epoch and at the end)")
+    retrieval_dev_passages: int = option(
+        2000, "retrieval validation: rank the dev questions' gold passages among this many dev passages (0: off)"
+    )
+    best_metric: str = option("mrr@10", "what picks best/: mrr@10 (retrieval) or average_rank (in-batch)")
+    checkpoint_every: int = option(500, "save a resumable checkpoint every N steps (0: only at the end)")
+    keep_checkpoints: int = option(1, "checkpoints kept on disk (the newest); resume reads the newest")
+    tensorboard: Optional[bool] = option(None, "true: log to TensorBoard (warn if missing); null: when installed")
+    log_every: int = option(10, "log.jsonl / progress interval in steps")
+    dev_limit: int = option(1000, "dev records used for validation")
+    dev_batch_size: int = option(32, "questions per in-batch validation batch")
 
     def __post_init__(self):
         check_types(self)
@@ -70,6 +87,12 @@ class TrainConfig:
             raise ValueError(f"device must be cpu, cuda, cuda:N or null, got {self.device!r}")
         if self.grad_cache_chunk is not None and self.grad_cache_chunk < 1:
             raise ValueError(f"grad_cache_chunk must be >= 1 or null, got {self.grad_cache_chunk}")
+        if self.best_metric not in ("mrr@10", "average_rank"):
+            raise ValueError(f"best_metric must be mrr@10 or average_rank, got {self.best_metric!r}")
+        if self.keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+        if self.validate_every is not None and self.validate_every < 1:
+            raise ValueError(f"validate_every must be >= 1 or null, got {self.validate_every}")
 
     @property
     def resolved_pooling(self) -> str:
@@ -150,3 +173,14 @@ def _describe(hint: Any) -> str:
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}.get(
         hint, str(hint)
     )
+
+
+def describe_fields() -> str:
+    """Every field with its type, default and help: the body of ``dcsr-train train --help``."""
+    hints = typing.get_type_hints(TrainConfig)
+    lines = ["config fields (YAML keys; override with --set KEY=VALUE):"]
+    for field in dataclasses.fields(TrainConfig):
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        lines.append(f"  {field.name} ({_describe(hints[field.name])}, default {default!r})")
+        lines.append(f"      {field.metadata.get('help', '')}")
+    return "\n".join(lines)

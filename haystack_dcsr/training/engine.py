@@ -14,6 +14,7 @@ import logging
 import os
 import pickle
 import random
+import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +34,7 @@ from haystack_dcsr.training.grad_cache import CachedPass
 from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
 from haystack_dcsr.training.losses.qq import qq_loss
 from haystack_dcsr.training.samples import Batch, SampleBuilder, batches, make_batch
+from haystack_dcsr.training.validation import RetrievalValidation
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +174,12 @@ class Trainer:
         self.history: List[Dict] = []
         self.dev_metrics: Dict[str, float] = {}
         self._cached: Optional[CachedPass] = None
-        self._writer = _tensorboard(self.output / "tensorboard") if self.dist.main else None
+        self._writer = _tensorboard(self.output / "tensorboard", config.tensorboard) if self.dist.main else None
+        self.retrieval = (
+            RetrievalValidation(self.dev_records, self.builder, config.retrieval_dev_passages)
+            if self.dev_records and config.retrieval_dev_passages
+            else None
+        )
 
     def _load(self, path: str) -> List[Record]:
         report = load_records(path)
@@ -286,7 +293,7 @@ class Trainer:
     # ---- the loop -------------------------------------------------------------------------------
 
     def train(self, resume: bool = True) -> List[Dict]:
-        if resume and (self.output / "checkpoint" / "state.pt").is_file():
+        if resume and self.checkpoints():
             self.load_checkpoint()
         if self.dist.main:
             self.output.mkdir(parents=True, exist_ok=True)
@@ -317,16 +324,16 @@ class Trainer:
                 }
                 self.history.append(record)
                 self._log(record)
+                every = self.config.validate_every
+                if every and self.state["global_step"] % every == 0 and self.state["step_in_epoch"] < steps:
+                    self.validate_and_keep_best()
                 if self.config.checkpoint_every and self.state["global_step"] % self.config.checkpoint_every == 0:
                     self.save_checkpoint()
             if self.state["step_in_epoch"] >= steps:
                 self.end_epoch()
         bar.close()
-        if self.dev_records and self.state["step_in_epoch"] > 0:  # stopped mid-epoch (max_steps): validate the end
-            metrics = self.validate()
-            self.dev_metrics = metrics
-            if self.dist.main and metrics:
-                self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
+        if self.state["step_in_epoch"] > 0:  # stopped mid-epoch (max_steps): the end is validated too
+            self.validate_and_keep_best()
         self.save_encoders(self.output / "last")
         self.save_checkpoint()
         return self.history
@@ -357,17 +364,32 @@ class Trainer:
         return totals
 
     def end_epoch(self):
-        metrics = self.validate() if self.dev_records else {}
-        self.dev_metrics = metrics
-        if self.dist.main and metrics:
-            metrics["epoch"] = self.state["epoch"]
-            self._log({"step": self.state["global_step"], **{f"dev_{k}": v for k, v in metrics.items()}})
-            best = self.state["best"]
-            if best is None or metrics["average_rank"] < best:
-                self.state["best"] = metrics["average_rank"]
-                self.save_encoders(self.output / "best")
+        self.validate_and_keep_best(epoch=self.state["epoch"])
         self.state["epoch"] += 1
         self.state["step_in_epoch"] = 0
+
+    def validate_and_keep_best(self, **extra) -> Dict[str, float]:
+        """In-batch and retrieval validation, logged; ``best/`` is re-chosen at every validation (each
+        epoch, every ``validate_every`` steps, and the end of a run that stops mid-epoch)."""
+        if not self.dev_records:
+            return {}
+        metrics = self.validate()
+        if self.retrieval is not None and self.dist.main:
+            self.model.eval()
+            metrics.update(self.retrieval(self.query, self.passage, self.passage.config.temperature))
+            self.model.train()
+        self.dev_metrics = metrics
+        if not (self.dist.main and metrics):
+            return metrics
+        self._log({"step": self.state["global_step"], **extra, **{f"dev_{k}": v for k, v in metrics.items()}})
+        name = self.config.best_metric if self.config.best_metric in metrics else "average_rank"
+        value = metrics[name] if name == "average_rank" else -metrics[name]  # lower is better
+        best = self.state["best"]
+        if best is None or self.state.get("best_metric", "average_rank") != name or value < best:
+            self.state["best"], self.state["best_metric"] = value, name
+            self.save_encoders(self.output / "best")
+            logger.info("best/ <- step %d (%s %.4f)", self.state["global_step"], name, metrics[name])
+        return metrics
 
     @torch.no_grad()
     def validate(self) -> Dict[str, float]:
@@ -397,7 +419,11 @@ class Trainer:
         self.query.save(directory / "query_encoder")
         self.passage.save(directory / "passage_encoder")
         write_manifest(directory, DCSRSettings.from_towers(self.query.config, self.passage.config))
-        metrics = {f"dev in-batch {k}": round(v, 4) if isinstance(v, float) else v for k, v in self.dev_metrics.items()}
+        in_batch = ("accuracy", "average_rank", "questions")
+        metrics = {
+            f"dev {'in-batch ' if k in in_batch else ''}{k}": round(v, 4) if isinstance(v, float) else v
+            for k, v in self.dev_metrics.items()
+        }
         if self.history:
             metrics["training steps"] = self.history[-1]["step"]
             metrics["loss, mean of the last 10 steps"] = round(
@@ -418,9 +444,12 @@ class Trainer:
         )
 
     def save_checkpoint(self) -> None:
-        directory = self.output / "checkpoint"
+        """``checkpoint-<step>/``: weights, optimiser, scheduler, RNG and progress, for an exact resume.
+        Written under a temporary name and renamed; then all but the newest ``keep_checkpoints`` go."""
+        directory = self.output / f"checkpoint-{self.state['global_step']:07d}"
         directory.mkdir(parents=True, exist_ok=True)
         torch.save(_rng_state(), directory / f"rng-{self.dist.rank}.pt")
+        self.dist.barrier()
         if self.dist.main:
             state = {
                 "query": self.query.model.state_dict(),
@@ -433,10 +462,18 @@ class Trainer:
             }
             torch.save(state, directory / "state.tmp")
             os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
+            for old in self.checkpoints()[: -self.config.keep_checkpoints]:
+                shutil.rmtree(old)
         self.dist.barrier()
 
+    def checkpoints(self) -> List[Path]:
+        """Complete checkpoints, oldest first (``checkpoint/`` of runs before retention counts as oldest)."""
+        found = sorted(self.output.glob("checkpoint-*/state.pt")) if self.output.is_dir() else []
+        legacy = self.output / "checkpoint" / "state.pt"
+        return ([legacy.parent] if legacy.is_file() else []) + [path.parent for path in found]
+
     def load_checkpoint(self) -> None:
-        directory = self.output / "checkpoint"
+        directory = self.checkpoints()[-1]
         state_file = directory / "state.pt"
         try:
             state = torch.load(state_file, map_location=self.device, weights_only=True)
@@ -505,10 +542,18 @@ def _set_rng_state(state: Dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _tensorboard(directory: Path):
+def _tensorboard(directory: Path, wanted: Optional[bool]):
+    """A SummaryWriter: always when ``wanted``, when installed for None (as HF's ``report_to="all"``)."""
+    if wanted is False:
+        return None
     try:
         from torch.utils.tensorboard import SummaryWriter
 
         return SummaryWriter(str(directory))
     except ImportError:
+        if wanted:
+            logger.warning(
+                "tensorboard: true, but TensorBoard is not installed: logging to log.jsonl only. "
+                'Install it with pip install "haystack-dcsr[tensorboard]".'
+            )
         return None
