@@ -4,8 +4,8 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   bm25         embedded Lucene BM25 (SparseBM25DocumentStore + Haystack's BM25Retriever)
   er           Haystack EmbeddingRetriever, all-MiniLM-L6-v2 zero-shot (one vector per passage)
   dcsr-zero    DCSRRetriever, all-MiniLM-L6-v2 zero-shot, mean pooling, HasAns
-  dcsr:DIR     DCSRRetriever with a trainer output (DIR/query_encoder, DIR/passage_encoder)
-  dpr:DIR      the same retriever serving a passage-level (DPR) trainer output, unsplit passages
+  dcsr:DIR     DCSRRetriever with a trainer output (a DCSRModel directory, or query_encoder/ + passage_encoder/)
+  dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
   hybrid:A+B   score fusion of two systems above: 0.5 * HasAns/score(A) + 0.5 * min-max BM25(B)
 
 Resumable: each system's ranking is cached under --workdir and reused while the question set is
@@ -88,15 +88,12 @@ class System:
                 self.retriever = DCSRRetriever(
                     document_store=self.store, pooling="mean", use_gpu=False, progress_bar=False
                 )
-            else:
+            else:  # a trainer output is a DCSRModel directory: towers, level and splitter settings in one
                 self.retriever = DCSRRetriever(
-                    document_store=self.store,
-                    use_gpu=False,
-                    progress_bar=False,
-                    query_model=str(Path(target) / "query_encoder"),
-                    passage_model=str(Path(target) / "passage_encoder"),
+                    document_store=self.store, model=target, use_gpu=False, progress_bar=False
                 )
-            units = SentencePreprocessor(split_sentences=kind != "dpr", progress_bar=False).process(passages)
+            model = target if kind in ("dcsr", "dpr") else None
+            units = SentencePreprocessor(model=model, progress_bar=False).process(passages)
             self.store.write_documents(units["documents"])
             self.store.update_embeddings(self.retriever)
         else:
