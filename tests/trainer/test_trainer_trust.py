@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import make_records, make_tiny_bert
+from test_engine import config  # the same small CPU settings
 
 from haystack_dcsr.hasans import score_passages
 from haystack_dcsr.training.cli import main as cli
@@ -20,24 +21,6 @@ from haystack_dcsr.training.validation import RetrievalValidation
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
     return make_tiny_bert(tmp_path_factory.mktemp("trust_bert"), max_length=128)
-
-
-def config(model, tmp_path, **kwargs):
-    values = dict(
-        base_model=model,
-        output_dir=str(tmp_path / "run"),
-        batch_size=8,
-        lr=1e-3,
-        warmup_steps=0,
-        max_passage_len=64,
-        max_query_len=32,
-        checkpoint_every=0,
-        log_every=0,
-        seed=3,
-        precision="fp32",
-    )
-    values.update(kwargs)
-    return TrainConfig(**values)
 
 
 def dev_lines(run):
