@@ -13,17 +13,14 @@ from pathlib import Path
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Haystack's PreProcessor downloads nltk's punkt at construction when it cannot find it, even when it
-# never splits sentences (it does not here: DCSR splits them); offline that prints a download error.
-# An empty punkt folder answers its check.
-_NLTK = Path(tempfile.gettempdir()) / "dcsr-demo-nltk"
-(_NLTK / "tokenizers" / "punkt").mkdir(parents=True, exist_ok=True)
-os.environ["NLTK_DATA"] = os.pathsep.join(filter(None, [os.environ.get("NLTK_DATA"), str(_NLTK)]))
 logging.getLogger("haystack").setLevel(logging.ERROR)  # version notices of the YAML loader
 
 from haystack import Pipeline  # noqa: E402
 
 import haystack_dcsr  # noqa: E402,F401  (registers DCSR nodes for YAML)
+from haystack_dcsr.preprocessor import stub_haystack_punkt  # noqa: E402
+
+stub_haystack_punkt()  # Haystack's PreProcessor would try to download punkt, which DCSR does not need
 
 HERE = Path(__file__).parent
 QUESTIONS = [  # (question, its answer: the passage holding it is the right one)

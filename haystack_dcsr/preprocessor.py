@@ -159,3 +159,21 @@ def _whole(text: str) -> List[Tuple[int, int]]:
     """The text without its outer whitespace as one span (none for blank text)."""
     start, end = len(text) - len(text.lstrip()), len(text.rstrip())
     return [(start, end)] if end > start else []
+
+
+def stub_haystack_punkt() -> Path:
+    """Keep Haystack's ``PreProcessor`` from downloading nltk's punkt offline; returns the stub folder.
+
+    ``PreProcessor.__init__`` downloads punkt when ``nltk.data.find("tokenizers/punkt")`` fails, even
+    when it will never split sentences (before ``SentencePreprocessor``, DCSR splits them), and offline
+    that prints a download error. An empty punkt folder on nltk's path answers the check; nltk's real
+    data, when installed, is still found first."""
+    import tempfile
+
+    import nltk
+
+    stub = Path(tempfile.gettempdir()) / "haystack-dcsr-nltk"
+    (stub / "tokenizers" / "punkt").mkdir(parents=True, exist_ok=True)
+    if str(stub) not in nltk.data.path:
+        nltk.data.path.append(str(stub))
+    return stub
