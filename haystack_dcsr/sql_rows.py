@@ -103,11 +103,13 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
         else:
             wanted = [str(v) for v in vector_ids]
             queries = [base.filter(DocumentORM.vector_id.in_(chunk)) for chunk in _chunks(wanted)]
-        rows = [row for query in queries for row in query.yield_per(_SQL_BATCH)]
-    found: Dict[str, VectorRow] = {}
-    for doc_id, vector_id, meta_index, info in rows:
-        if doc_id not in found or meta_index == index:  # a same-id document of another index has its own meta
-            found[doc_id] = VectorRow(doc_id, int(vector_id), _position(info) if meta_index == index else None)
+        # rows go straight into the dict, streamed: never a list of all SQL rows beside it (at 5M
+        # sentences that list alone held several GB)
+        found: Dict[str, VectorRow] = {}
+        for query in queries:
+            for doc_id, vector_id, meta_index, info in query.yield_per(_SQL_BATCH):
+                if doc_id not in found or meta_index == index:  # a same-id document of another index: own meta
+                    found[doc_id] = VectorRow(doc_id, int(vector_id), _position(info) if meta_index == index else None)
     yield from found.values()
 
 
