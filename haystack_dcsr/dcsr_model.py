@@ -26,7 +26,6 @@ import numpy as np
 
 from haystack_dcsr.encoder import PassageTower, QueryTower
 from haystack_dcsr.models import (
-    CONFIG_NAME,
     DEFAULT_MODEL,
     EncoderConfig,
     Level,
@@ -251,15 +250,10 @@ def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: 
 
 def model_splitter(files: ModelFiles) -> SentenceSplitter:
     """The splitter a model's passages are indexed with, without loading its towers."""
-    if files.splitter_file:
-        splitter = SentenceSplitter.load(files.splitter_file)
-        splitter.min_words = files.settings.min_words
-        return splitter
-    return SentenceSplitter(language=files.settings.language, min_words=files.settings.min_words)
+    return SentenceSplitter.configured(files.settings.language, files.settings.min_words, files.splitter_file)
 
 
 def _tower_config(directory: Path) -> EncoderConfig:
-    if (directory / CONFIG_NAME).is_file():
-        return infer_config(str(directory), 512)
+    """The tower's own config (``dcsr_encoder.json``, else inferred), without loading its weights."""
     config = json.loads((directory / "config.json").read_text()) if (directory / "config.json").is_file() else {}
     return infer_config(str(directory), config.get("max_position_embeddings", 512))

@@ -14,7 +14,7 @@ from haystack.nodes.other.join import JoinNode
 from haystack.schema import Document
 
 from haystack_dcsr.fusion import HYBRID, fuse_with_parts
-from haystack_dcsr.sentence_units import SUPPORT
+from haystack_dcsr.sentence_units import has_support
 
 
 class HybridJoin(JoinNode):
@@ -49,7 +49,7 @@ class HybridJoin(JoinNode):
             for doc in docs:
                 by_id.setdefault(doc.id, doc)  # the first input's copy (e.g. DCSR's, with its sentences)
         ranked = [[(doc.id, float(doc.score or 0.0)) for doc in docs] for docs in results]
-        hasans = [bool(docs) and all(SUPPORT in (doc.meta or {}) for doc in docs) for docs in results]
+        hasans = [has_support(docs) for docs in results]
         output = []
         for pid, score, parts in fuse_with_parts(
             ranked, self.weights, top_k or self.top_k_join, scaled=[not h for h in hasans]

@@ -2,7 +2,7 @@
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Union
 
 from haystack.nodes.base import BaseComponent
 from haystack.schema import Document
@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.dcsr_model import ModelFiles, model_splitter
 from haystack_dcsr.sentence_docs import assemble_passage, sentence_documents
-from haystack_dcsr.sentence_units import group_by_passage
+from haystack_dcsr.sentence_units import group_by_passage, unique_passages, whole_span
 from haystack_dcsr.splitting import SentenceSplitter
 
 logger = logging.getLogger(__name__)
@@ -75,11 +75,7 @@ class SentencePreprocessor(BaseComponent):
             self.split_sentences = files.settings.split_sentences
             self.splitter = model_splitter(files)
             return
-        if punkt_params_path:
-            self.splitter = SentenceSplitter.load(punkt_params_path)
-            self.splitter.min_words = min_words
-        else:
-            self.splitter = SentenceSplitter(language=language, min_words=min_words)
+        self.splitter = SentenceSplitter.configured(language, min_words, punkt_params_path)
 
     def fit(self, documents: List[Document]) -> "SentencePreprocessor":
         """Learn the corpus' abbreviations (Punkt, unsupervised, offline) before splitting it."""
@@ -98,7 +94,7 @@ class SentencePreprocessor(BaseComponent):
         for doc in tqdm(documents, disable=not self.progress_bar, desc="Splitting sentences", unit=" docs"):
             if doc.content_type != "text" or not isinstance(doc.content, str):
                 raise ValueError(f"Document {doc.id!r} has content_type {doc.content_type!r}: only text is supported")
-            spans = self.splitter.spans(doc.content) if self.split_sentences else _whole(doc.content)
+            spans = self.splitter.spans(doc.content) if self.split_sentences else whole_span(doc.content)
             if not spans:
                 skipped.append(doc.id)
                 continue
@@ -128,37 +124,6 @@ class SentencePreprocessor(BaseComponent):
     def passages_from_sentences(sentences: List[Document]) -> List[Document]:
         """Inverse of ``process``: the passages that ``sentences`` (complete per passage) came from."""
         return [assemble_passage(group) for group in group_by_passage(sentences).values()]
-
-
-def unique_passages(documents: List[Document]) -> List[Document]:
-    """``documents`` without repeats of one passage; refuses two *different* passages sharing an id,
-    whose sentences would overwrite each other in the store (one lost, or a passage mixing both)."""
-    seen: Dict[str, Document] = {}
-    unique = []
-    for doc in documents:
-        first = seen.setdefault(doc.id, doc)
-        if first is doc:
-            unique.append(doc)
-        elif (first.content, first.meta) != (doc.content, doc.meta):
-            raise ValueError(
-                f"Passage id {doc.id!r} is used by two different passages in this batch ({_preview(first.content)} "
-                f"and {_preview(doc.content)}): give them distinct ids (Haystack's PreProcessor derives ids from "
-                "the content), or keep one. Nothing was split."
-            )
-    if len(unique) < len(documents):
-        logger.info("SentencePreprocessor dropped %d repeated passage(s)", len(documents) - len(unique))
-    return unique
-
-
-def _preview(text) -> str:
-    text = str(text)
-    return repr(text if len(text) <= 40 else text[:37] + "...")
-
-
-def _whole(text: str) -> List[Tuple[int, int]]:
-    """The text without its outer whitespace as one span (none for blank text)."""
-    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
-    return [(start, end)] if end > start else []
 
 
 def stub_haystack_punkt() -> Path:

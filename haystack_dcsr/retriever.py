@@ -112,7 +112,7 @@ class DCSRRetriever(DenseRetriever):
         self.document_store = document_store
         files = ModelFiles.locate(model or query_model)  # fails now, not at indexing time, on a missing directory
         self.query_encoder = query_encoder or QueryEncoder(
-            files.query_dir,
+            model or query_model,  # it reads the model's query settings itself (dcsr_model.json wins)
             pooling=pooling,
             normalize=normalize,
             max_seq_len=max_query_len,

@@ -19,12 +19,14 @@ any such object (``Unit``) and return plain values, which each framework's adapt
 """
 
 import hashlib
+import logging
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from haystack_dcsr.splitting import Span
 
 META = "dcsr"  # one meta entry (a dict) per sentence: one SQL meta row, not seven
 SUPPORT = "dcsr_sentences"  # on returned passages: the retrieved sentences that support them
+logger = logging.getLogger(__name__)
 
 
 class Unit(Protocol):
@@ -177,3 +179,38 @@ def current_sentences(ref: PassageRef, documents: Dict[str, Unit]) -> Optional[L
             return None
         sentences.append(doc)
     return sentences
+
+
+def unique_passages(documents: Sequence[Unit]) -> List[Unit]:
+    """``documents`` without repeats of one passage; refuses two *different* passages sharing an id,
+    whose sentences would overwrite each other in the store (one lost, or a passage mixing both)."""
+    seen: Dict[str, Unit] = {}  # first document of each id, in order
+    for doc in documents:
+        first = seen.setdefault(doc.id, doc)
+        if (first.content, first.meta) != (doc.content, doc.meta):
+            raise ValueError(
+                f"Passage id {doc.id!r} is used by two different passages in this batch ({_preview(first.content)} "
+                f"and {_preview(doc.content)}): give them distinct ids (Haystack's PreProcessor derives ids from "
+                "the content), or keep one. Nothing was split."
+            )
+    if len(seen) < len(documents):
+        logger.info("Dropped %d repeated passage(s) before splitting", len(documents) - len(seen))
+    return list(seen.values())
+
+
+def _preview(text) -> str:
+    text = str(text)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def whole_span(text: str) -> List[Span]:
+    """The text without its outer whitespace as one span (none for blank text): the one unit a
+    passage-level (DPR-style) model reads."""
+    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+    return [(start, end)] if end > start else []
+
+
+def has_support(documents: Sequence[Unit]) -> bool:
+    """Passages returned by a DCSR retriever (they carry their supporting sentences): their scores
+    are HasAns probabilities, which the hybrid joins keep as they are."""
+    return bool(documents) and all(SUPPORT in (doc.meta or {}) for doc in documents)

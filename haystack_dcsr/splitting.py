@@ -105,6 +105,17 @@ class SentenceSplitter:
         self.params = params if params is not None else default_punkt_parameters(language)
         self._punkt = PunktSentenceTokenizer(self.params)
 
+    @classmethod
+    def configured(
+        cls, language: str = "english", min_words: int = 0, params_path: Optional[Union[str, Path]] = None
+    ) -> "SentenceSplitter":
+        """Fitted Punkt parameters from ``params_path`` (see ``save``) when given, else ``language``'s."""
+        if params_path:
+            splitter = cls.load(params_path)
+            splitter.min_words = min_words
+            return splitter
+        return cls(language=language, min_words=min_words)
+
     def fit(self, texts: Iterable[str]) -> "SentenceSplitter":
         """Learn abbreviations, collocations and sentence starters from a corpus (unsupervised)."""
         trainer = PunktTrainer()

@@ -97,3 +97,9 @@ def test_preprocessor_without_splitting_keeps_each_passage_whole():
     assert unit.content == "Paris is big. It is old." and unit.id == "p1#0" and unit.meta["title"] == "Paris"
     assert units["skipped"] == ["e"]
     assert assemble_passage([unit]).content == passage.content
+
+
+def test_the_same_passage_object_twice_is_split_once():
+    passage = Document(content="One sentence. Another one.", id="p")
+    out = SentencePreprocessor(progress_bar=False).process([passage, passage])
+    assert [d.id for d in out["documents"]] == ["p#0", "p#1"] and out["passages"] == [passage]

@@ -174,3 +174,11 @@ def test_qdrant_gives_the_same_passages_as_the_exact_store(store, passages):
     assert (
         restored is not None and DCSRRetriever.from_dict(engine.to_dict()).document_store.to_dict() == qdrant.to_dict()
     )
+
+
+def test_splitter_drops_repeats_and_refuses_two_passages_sharing_an_id():
+    splitter = DCSRSentenceSplitter(model=MODEL)
+    same = Document(id="p", content="One sentence. Another one.")
+    assert [d.id for d in splitter.run([same, same])["documents"]] == ["p#0", "p#1"]
+    with pytest.raises(ValueError, match="'p' is used by two different passages.*Nothing was split"):
+        splitter.run([same, Document(id="p", content="Something else.")])

@@ -6,7 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
 
 from haystack_dcsr.fusion import HYBRID, fuse_with_parts
-from haystack_dcsr.sentence_units import SUPPORT
+from haystack_dcsr.sentence_units import has_support
 
 
 @component
@@ -31,7 +31,7 @@ class DCSRHybridJoiner:
     @component.output_types(documents=List[Document])
     def run(self, documents: Variadic[List[Document]], top_k: Optional[int] = None) -> Dict[str, List[Document]]:
         lists = list(documents)
-        lists.sort(key=lambda docs: not (docs and all(SUPPORT in (d.meta or {}) for d in docs)))  # DCSR first
+        lists.sort(key=lambda docs: not has_support(docs))  # DCSR first
         if self.weights is not None and len(self.weights) != len(lists):
             raise ValueError(f"DCSRHybridJoiner has {len(self.weights)} weights but {len(lists)} inputs")
         by_id: Dict[str, Document] = {}
@@ -39,7 +39,7 @@ class DCSRHybridJoiner:
             for doc in docs:
                 by_id.setdefault(doc.id, doc)
         ranked = [[(doc.id, float(doc.score or 0.0)) for doc in docs] for docs in lists]
-        hasans = [bool(docs) and all(SUPPORT in (d.meta or {}) for d in docs) for docs in lists]
+        hasans = [has_support(docs) for docs in lists]
         output = [
             Document(id=pid, content=by_id[pid].content, meta={**by_id[pid].meta, HYBRID: parts}, score=score)
             for pid, score, parts in fuse_with_parts(

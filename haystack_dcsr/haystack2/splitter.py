@@ -7,7 +7,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_dcsr.dcsr_model import ModelFiles, model_splitter
 from haystack_dcsr.models import DEFAULT_MODEL
-from haystack_dcsr.sentence_units import sentence_parts
+from haystack_dcsr.sentence_units import sentence_parts, unique_passages, whole_span
 
 logger = logging.getLogger(__name__)
 
@@ -32,24 +32,12 @@ class DCSRSentenceSplitter:
     @component.output_types(documents=List[Document])
     def run(self, documents: List[Document]) -> Dict[str, List[Document]]:
         sentences: List[Document] = []
-        seen: Dict[str, Document] = {}
         for doc in documents:
             if not isinstance(doc.content, str):
                 raise ValueError(f"Document {doc.id!r} has no text content: DCSR indexes text passages")
-            first = seen.setdefault(doc.id, doc)
-            if first is not doc:
-                if (first.content, first.meta) != (doc.content, doc.meta):
-                    raise ValueError(
-                        f"Passage id {doc.id!r} is used by two different passages: give them distinct "
-                        "ids. Nothing was split."
-                    )
-                continue
+        for doc in unique_passages(documents):
             text = doc.content
-            if self._splitter is not None:
-                spans = self._splitter.spans(text)
-            else:
-                start, end = len(text) - len(text.lstrip()), len(text.rstrip())
-                spans = [(start, end)] if end > start else []
+            spans = self._splitter.spans(text) if self._splitter is not None else whole_span(text)
             if not spans:
                 logger.warning("DCSRSentenceSplitter skipped document %r: it has no text", doc.id)
                 continue
