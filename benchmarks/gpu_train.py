@@ -9,9 +9,19 @@ and bring the towers back.
     # here: join the parts into HF directories that DCSRRetriever loads
     python benchmarks/gpu_train.py unpack /work/.device/N runs/gpu_recipe
 
+Runs are ``NAME[:key=value,...]`` over the README recipe; ``data=train_meq`` trains on the MEQ file
+(packed when ``data/squad_train_meq.jsonl`` exists), e.g. the #15 runs::
+
+    --run epoch1 --run "marker:epochs=1,pooling=marker,marker_init=mean,marker_lr=1e-3,marker_warmup_steps=200"
+    --run "qq_mb:data=train_meq,epochs=1,qq_form=infonce,meq_per_batch=4"
+    --run "qq_mb_off:data=train_meq,epochs=1,meq_per_batch=4"          # the QQ-off control, same batches
+    --run "bm25x2:epochs=1,negatives=+2 BM25 random" --run "bm25x1:epochs=1,negatives=+1 BM25 random"
+
 Evaluation (``run``): the benchmark's corpus (every SQuAD v1.1 paragraph, sentence-split as the
 retriever splits it), every dev question, exact top-3,000 sentence search on the GPU and HasAns
-at the tower's temperature: the same ranking as DCSRRetriever over FAISS Flat.
+at the tower's temperature: the same ranking as DCSRRetriever over FAISS Flat. With the contrast set packed
+(``data/meq_dev`` from build-contrast-set), every run also reports the MEQ metrics of the README's
+table (ranking MR/MRR among 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-)).
 """
 
 import argparse
@@ -44,6 +54,7 @@ RECIPE = dict(
     precision="fp32",
 )
 KS = (1, 5, 20, 100)
+CONTRAST = Path("data/meq_dev")  # build-contrast-set output, packed beside the records
 PART = 15 * 2**20
 
 
@@ -56,16 +67,23 @@ def pack(out: Path) -> None:
             corpus[p["passage_id"]] = [p["title"], p["text"]]
         return [p["passage_id"] for p in passages]
 
-    for name, source in [("train", "data/squad_train_bm25.jsonl"), ("dev", "data/squad_dev_bm25.jsonl")]:
+    def packed(r):  # [question, answers, positives, negatives(, paraphrases, [packed MEQ, ...])]
+        row = [r["question"], r["answers"], ids(r["positive_ctxs"]), ids(r.get("hard_negative_ctxs", []))]
+        if r.get("positive_questions") or r.get("negative_questions"):
+            row += [r.get("positive_questions", []), [packed(m) for m in r.get("negative_questions", [])]]
+        return row
+
+    sources = [("train", "data/squad_train_bm25.jsonl"), ("dev", "data/squad_dev_bm25.jsonl")]
+    sources += [("train_meq", "data/squad_train_meq.jsonl")] if Path("data/squad_train_meq.jsonl").is_file() else []
+    for name, source in sources:
         with open(source, encoding="utf-8") as lines, gzip.open(out / f"{name}.jsonl.gz", "wt") as handle:
             for number, line in enumerate(lines):
                 if name == "dev" and number >= 1000:
                     break
-                r = json.loads(line)
-                handle.write(
-                    json.dumps([r["question"], r["answers"], ids(r["positive_ctxs"]), ids(r["hard_negative_ctxs"])])
-                    + "\n"
-                )
+                handle.write(json.dumps(packed(json.loads(line))) + "\n")
+    for name in ("pairs.jsonl", "ranking.jsonl"):  # the MEQ contrast set: ids and questions only
+        if (CONTRAST / name).is_file():
+            (out / name).write_text((CONTRAST / name).read_text())
     with gzip.open(out / "corpus.json.gz", "wt") as handle:
         json.dump(corpus, handle)
     questions = [json.loads(line) for line in open("data/squad_dev.jsonl", encoding="utf-8")]
@@ -88,26 +106,31 @@ def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
     """The packed records as the trainer's DPR-format JSONL (loaded by its own reader)."""
     corpus = json.load(gzip.open(data / "corpus.json.gz", "rt"))
     passage = lambda pid: {"title": corpus[pid][0], "text": corpus[pid][1], "passage_id": pid}  # noqa: E731
+
+    def record(row):
+        question, answers, positives, negatives, *augmented = row
+        out = {
+            "question": question,
+            "answers": answers,
+            "positive_ctxs": [passage(p) for p in positives],
+            "hard_negative_ctxs": [passage(p) for p in negatives],
+        }
+        if augmented:
+            out["positive_questions"] = augmented[0]
+            out["negative_questions"] = [record(m) for m in augmented[1]]
+        return out
+
     path = workdir / f"{name}.jsonl"
     with gzip.open(data / f"{name}.jsonl.gz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
         for line in lines:
-            question, answers, positives, negatives = json.loads(line)
-            handle.write(
-                json.dumps(
-                    {
-                        "question": question,
-                        "answers": answers,
-                        "positive_ctxs": [passage(p) for p in positives],
-                        "hard_negative_ctxs": [passage(p) for p in negatives],
-                    }
-                )
-                + "\n"
-            )
+            handle.write(json.dumps(record(json.loads(line))) + "\n")
     return path
 
 
-def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
-    """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample."""
+def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order=None, contrast=None):
+    """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample;
+    with ``contrast`` (pairs, ranking) the MEQ contrast set's metrics, as benchmarks/squad_open.py
+    reports them (``order``: the passages' ids)."""
     import numpy as np
     import torch
 
@@ -119,15 +142,20 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
     encoded = time.perf_counter() - start
     owner = np.repeat(np.arange(len(passages)), [len(s) for s in passages])
     texts = [" ".join(s) for s in passages]
-    query_vectors = query_tower.encode([q for q, _ in questions], batch_size=512)
     temperature = passage_tower.config.temperature
-    ranked = []
-    for begin in range(0, len(questions), 512):
-        q = torch.from_numpy(query_vectors[begin : begin + 512]).to(device)
-        scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
-        for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
-            result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
-            ranked.append([texts[p] for p in result.passages[:100]])
+
+    def rank(texts_to_ask):  # per question: (passage index, HasAns) of the top 100
+        query_vectors = query_tower.encode(texts_to_ask, batch_size=512)
+        out = []
+        for begin in range(0, len(texts_to_ask), 512):
+            q = torch.from_numpy(query_vectors[begin : begin + 512]).to(device)
+            scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
+            for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
+                result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
+                out.append(list(zip(result.passages[:100].tolist(), (-result.log_none[:100]).tolist())))
+        return out
+
+    ranked = [[texts[p] for p, _ in row] for row in rank([q for q, _ in questions])]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
     report = {
         "all_dev": {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()},
@@ -137,7 +165,33 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None):
     if sample is not None:
         sampled = [ranks[i] for i in sample]
         report["dev_1000"] = {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(sampled, KS).items()}
+    if contrast is not None:
+        report["contrast"] = contrast_metrics(contrast, rank, query_tower, vectors.cpu().numpy(), owner, order, texts)
     return report, ranks
+
+
+def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) -> dict:
+    """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-)."""
+    import numpy as np
+
+    from haystack_dcsr.evaluation import pair_report, ranking_report
+
+    pairs, ranking = contrast
+    position = {pid: i for i, pid in enumerate(order)}
+    starts = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(order)))])
+    temperature = query_tower.config.temperature
+    _, hasans, _, _ = import_core()
+
+    def score(question, candidates):
+        query = query_tower.encode([question])[0]
+        chosen = [vectors[starts[position[c]] : starts[position[c] + 1]] for c in candidates]
+        return hasans.score_passages(query, chosen, temperature)
+
+    asked = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
+    ranked_of = {q: [(order[i], s) for i, s in row] for q, row in zip(asked, rank(asked))}
+    by_id = {order[i]: text for i, text in enumerate(texts)}
+    embed = lambda batch: query_tower.encode(batch)  # noqa: E731
+    return {**ranking_report(score, ranking, pairs, embed), **pair_report(ranked_of, pairs, by_id)}
 
 
 def export(run_dir: Path, out: Path, name: str) -> None:
@@ -208,21 +262,38 @@ def run(args) -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     workdir = Path("/tmp/dcsr_gpu")
     workdir.mkdir(exist_ok=True)
-    train_file = unpacked_records(args.data, "train", workdir)
+    train_files = {
+        path.name[: -len(".jsonl.gz")]: unpacked_records(args.data, path.name[: -len(".jsonl.gz")], workdir)
+        for path in args.data.glob("*.jsonl.gz")
+        if path.name not in ("dev.jsonl.gz",)
+    }  # train (BM25 negatives), train_meq (+ MEQs and paraphrases) when packed; a run picks one by data=NAME
     dev_file = unpacked_records(args.data, "dev", workdir)
     from haystack_dcsr.splitting import SentenceSplitter
 
     corpus = json.load(gzip.open(args.data / "corpus.json.gz", "rt"))
     dev = json.load(gzip.open(args.data / "dev_questions.json.gz", "rt"))
     splitter = SentenceSplitter()
-    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in dev["order"]]
-    questions = dev["questions"]
+    order, questions = dev["order"], dev["questions"]
+    contrast = None
+    if (args.data / "pairs.jsonl").is_file():
+        contrast = tuple(
+            [json.loads(line) for line in (args.data / name).read_text().splitlines() if line.strip()]
+            for name in ("pairs.jsonl", "ranking.jsonl")
+        )
     first = {}
     for i, (q, _) in enumerate(questions):
         first.setdefault(q, i)
     sample = [first[q] for q in dev["sample"]]
-    if args.smoke:  # a quick check of the wiring: a slice of the corpus and questions
-        passages, questions, sample = passages[:300], questions[:50], None
+    if args.smoke:  # a quick check of the wiring: a slice of the corpus and questions (+ 3 contrast pairs)
+        questions, sample = questions[:50], None
+        keep = set(order[:300])
+        if contrast:
+            pairs = contrast[0][:3]
+            rows = [r for r in contrast[1] if r["pair"] < 3]
+            contrast = (pairs, rows)
+            keep |= {c for r in rows for c in r["candidates"]} | {p[g] for p in pairs for g in ("gold", "meq_gold")}
+        order = [pid for pid in order if pid in keep]
+    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in order]
     report = {
         "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
         "torch": torch.__version__,
@@ -231,6 +302,9 @@ def run(args) -> None:
     base = fp32_copy(args.base, workdir / "base")
     for spec in args.run:
         name, _, settings = spec.partition(":")
+        overrides = [item for item in settings.split(",") if item and not item.startswith("data=")]
+        data = next((item[len("data=") :] for item in settings.split(",") if item.startswith("data=")), "train")
+        train_file = train_files[data]
         values = dict(
             RECIPE,
             base_model=str(base),
@@ -241,16 +315,17 @@ def run(args) -> None:
         )
         recipe_file = workdir / f"{name}.yaml"
         recipe_file.write_text(json.dumps(values))  # JSON is YAML
-        config = TrainConfig.from_yaml(recipe_file, [item for item in settings.split(",") if item])
+        config = TrainConfig.from_yaml(recipe_file, overrides)
         start = time.perf_counter()
         history = Trainer(config).train(resume=False)
         seconds = time.perf_counter() - start
-        result, ranks = evaluate(workdir / name / "last", passages, questions, device, sample)
+        result, ranks = evaluate(workdir / name / "last", passages, questions, device, sample, order, contrast)
         result.update(
             train_s=round(seconds, 1),
             steps=history[-1]["step"] if history else 0,
-            first_loss=round(sum(h["loss"] for h in history[:10]) / 10, 4),
-            last_loss=round(sum(h["loss"] for h in history[-10:]) / 10, 4),
+            first_loss=round(sum(h["loss"] for h in history[:10]) / max(1, len(history[:10])), 4),
+            last_loss=round(sum(h["loss"] for h in history[-10:]) / max(1, len(history[-10:])), 4),
+            data=data,
             settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")},
         )
         report["runs"][name] = result

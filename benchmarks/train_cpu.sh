@@ -7,6 +7,8 @@
 # the same file and MEQs still trained as questions, QQ off), and on the same file with every
 # MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control);
 # dcsr_qq_w5: DCSR + QQ with qq_weight 5 (the QQ term at about QP's size; it is ~1/4 of it at weight 1).
+# MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control).
+# dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
 set -euo pipefail
 COMMON=(--no-resume --set pooling=mean --set max_steps=200 --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
@@ -17,6 +19,10 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq)    config=dcsr_qq; extra=(--set qq_form=null) ;;
       dcsr_qq_w5)  config=dcsr_qq; extra=(--set qq_weight=5.0) ;;
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
+      dcsr_qq_mb)  config=dcsr_qq; extra=(--set meq_per_batch=4) ;;
+      dcsr_meq_mb) config=dcsr_qq; extra=(--set meq_per_batch=4 --set qq_form=null) ;;
+      dcsr_marker) config=dcsr; extra=(--set pooling=marker --set marker_init=mean --set marker_lr=1.0e-3
+                                       --set marker_warmup_steps=20) ;;
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \

@@ -19,6 +19,7 @@ from haystack_dcsr.metrics import (
     first_hit_ranks,
     mean_rank,
     mean_reciprocal_rank,
+    own_gold_first,
     pair_hits,
     paired_sign_test,
     query_contrast_accuracy,
@@ -106,15 +107,30 @@ def ranking_report(
 
 def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, str]) -> Dict:
     """Retrieval over the whole corpus for both questions of each pair: hit@k of q, of q', of both,
-    and the overlap of their top-k passages."""
+    the overlap of their top-k passages, and, for pairs whose gold passages differ, how often each
+    question ranks its own gold above the other's (``own_gold_first``)."""
     first = {}
     for role, key, answers in (("q", "question", "answers"), ("meq", "meq", "meq_answers")):
         first[role] = first_hit_ranks(
             [[texts[pid] for pid, _ in ranked_of[p[key]]] for p in pairs], [p[answers] for p in pairs]
         )
     hits = pair_hits(first["q"], first["meq"], KS)
+    split = [p for p in pairs if p["gold"] != p["meq_gold"]]  # pairs whose answers live in different passages
     return {
         "hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
+        "own_gold_first": {
+            "meq": own_gold_first(
+                [[pid for pid, _ in ranked_of[p["meq"]]] for p in split],
+                [p["meq_gold"] for p in split],
+                [p["gold"] for p in split],
+            ),
+            "q": own_gold_first(
+                [[pid for pid, _ in ranked_of[p["question"]]] for p in split],
+                [p["gold"] for p in split],
+                [p["meq_gold"] for p in split],
+            ),
+            "pairs": len(split),
+        },
         "overlap": {
             str(k): top_k_overlap(
                 [[pid for pid, _ in ranked_of[p["question"]]] for p in pairs],
@@ -155,8 +171,9 @@ def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List
 def markdown_table(report: Dict) -> str:
     lines = [
         "| system | top-1 | top-5 | top-20 | top-100 | MEQ ranking MRR q / q' | MEQ ranking MR q / q' "
-        "| MEQ hit@20 q / q' / both | MEQ top-20 overlap | sim(q,q+) > sim(q,q-) | index (s) | query (ms/q) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| MEQ hit@20 q / q' / both | MEQ top-20 overlap | own gold first q' / q | sim(q,q+) > sim(q,q-) | index (s) "
+        "| query (ms/q) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in report["systems"].items():
         top = " | ".join(f"{100 * r['top_k'][str(k)]:.1f}" for k in KS)
@@ -165,10 +182,12 @@ def markdown_table(report: Dict) -> str:
         mr = f"{c['ranking_q']['MR']:.2f} / {c['ranking_meq']['MR']:.2f}" if "ranking_q" in c else "-"
         hits = " / ".join(f"{100 * c['hits'][role]['20']:.1f}" for role in ("q", "meq", "both")) if "hits" in c else "-"
         overlap = f"{100 * c['overlap']['20']:.1f}" if "overlap" in c else "-"
+        first = c.get("own_gold_first")
+        own = f"{100 * first['meq']:.1f} / {100 * first['q']:.1f}" if first else "-"
         contrast = f"{100 * c['query_contrast']['accuracy']:.1f}" if "query_contrast" in c else "-"
         index = f"{t['index_s']:.0f}" if "index_s" in t else "-"
         query = f"{t['query_ms_per_question']:.1f}" if "query_ms_per_question" in t else "-"
-        lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {contrast} | {index} | {query} |")
+        lines.append(f"| {name} | {top} | {mrr} | {mr} | {hits} | {overlap} | {own} | {contrast} | {index} | {query} |")
     return "\n".join(lines)
 
 

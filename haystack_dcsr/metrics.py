@@ -141,6 +141,21 @@ def top_k_overlap(ids_q: Sequence[Sequence[str]], ids_meq: Sequence[Sequence[str
     return float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in zip(ids_q, ids_meq)]))
 
 
+def own_gold_first(ranked_ids: Sequence[Sequence[str]], own: Sequence[str], other: Sequence[str]) -> float:
+    """Share of questions whose own gold passage is retrieved and ranked above the other question's
+    gold (for an MEQ q': its gold above q's). A passage not retrieved ranks below every retrieved
+    one, so "neither retrieved" counts as a miss. Meant for pairs whose gold passages differ."""
+    if not (len(ranked_ids) == len(own) == len(other)):
+        raise ValueError(f"{len(ranked_ids)} rankings, {len(own)} own and {len(other)} other gold passages")
+    if not len(ranked_ids):
+        return 0.0
+    wins = []
+    for ids, mine, theirs in zip(ranked_ids, own, other):
+        position = {pid: i for i, pid in reversed(list(enumerate(ids)))}
+        wins.append(mine in position and position[mine] < position.get(theirs, len(ids)))
+    return float(np.mean(wins))
+
+
 def query_contrast_accuracy(sim_positive: Sequence[float], sim_negative: Sequence[float]) -> float:
     """Share of questions closer to their paraphrase q+ than to their MEQ q-: sim(q, q+) > sim(q, q-)."""
     if len(sim_positive) != len(sim_negative):

@@ -56,13 +56,17 @@ def test_ranking_and_pair_reports_follow_the_meq_paper():
     report = ranking_report(lambda question, candidates: np.array(table[question]), ranking, pairs=[])
     assert report["ranking_q"] == {"MR": 1.0, "MRR": 1.0, "n": 1}
     assert report["ranking_meq"]["MR"] == 3.0 and report["ranking_meq"]["MRR"] == pytest.approx(1 / 3)
-    pairs = [{"question": "q1", "meq": "m1", "answers": ["gold"], "meq_answers": ["other"]}]
+    pairs = [
+        {"question": "q1", "meq": "m1", "answers": ["gold"], "meq_answers": ["other"], "gold": "g", "meq_gold": "g2"}
+    ]
     texts = {"g": "the gold passage", "g2": "the other passage", "x": "nothing"}
     pairs_out = pair_report({"q1": [("g", 1.0), ("x", 0.5)], "m1": [("x", 1.0), ("g2", 0.5)]}, pairs, texts)
     assert pairs_out["hits"]["q"]["1"] == 1.0 and pairs_out["hits"]["meq"]["1"] == 0.0
     assert pairs_out["hits"]["both"]["5"] == 1.0 and pairs_out["overlap"]["5"] == pytest.approx(
         1 / 5
     )  # "x" shared, of k=5
+    # q ranks its gold g first and g2 not at all; q' ranks g2 second but above g, which it never retrieves
+    assert pairs_out["own_gold_first"] == {"meq": 1.0, "q": 1.0, "pairs": 1}
 
 
 def test_tables_and_paired_tests(tmp_path):
@@ -75,7 +79,7 @@ def test_tables_and_paired_tests(tmp_path):
         "by_question_word": {"who": {"n": 3, "top_k": {"1": 0.5, "20": 1.0}}},
     }
     report = {"systems": {"A": system}, "paired": paired}
-    assert "| A | 50.0 | 60.0 | 70.0 | 80.0 | - | - | - | - | - | 12 | - |" in markdown_table(report)
+    assert "| A | 50.0 | 60.0 | 70.0 | 80.0 | - | - | - | - | - | - | 12 | - |" in markdown_table(report)
     assert "| A vs B | 2 / 0 (0.5) |" in paired_table(report)
     assert "| A | 50.0 / 100.0 |" in question_word_table(report)
     assert load_contrast_set(tmp_path) == ([], [])

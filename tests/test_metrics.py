@@ -10,6 +10,7 @@ from haystack_dcsr.metrics import (
     mean_rank,
     mean_reciprocal_rank,
     normalize_answer,
+    own_gold_first,
     pair_hits,
     paired_sign_test,
     query_contrast_accuracy,
@@ -70,6 +71,16 @@ def test_top_k_by_group_by_hand():
     assert grouped["what"]["top_k"] == pytest.approx({1: 0.0, 5: 2 / 3, 20: 2 / 3})
     with pytest.raises(ValueError, match="group labels"):
         top_k_by_group([1, 2], ["who"])
+
+
+def test_own_gold_first_by_hand():
+    ranked = [["mine", "theirs"], ["theirs", "mine"], ["x", "mine"], ["x", "theirs"], ["x"]]
+    own, other = ["mine"] * 5, ["theirs"] * 5
+    # above / below / retrieved while the other is not / only the other retrieved / neither retrieved
+    assert own_gold_first(ranked, own, other) == pytest.approx(2 / 5)
+    assert own_gold_first([], [], []) == 0.0
+    with pytest.raises(ValueError, match="rankings"):
+        own_gold_first([["a"]], ["a"], [])
 
 
 def test_top_k_overlap_by_hand():

@@ -29,6 +29,13 @@ class TrainConfig:
     passage_model: Optional[str] = option(None, "passage tower to start from (null: base_model's)")
     pooling: Optional[str] = option(None, "marker, mean or cls (null: marker at sentence level, cls at passage)")
     normalize: Optional[bool] = option(None, "L2-normalise vectors (null: the base model's own)")
+    marker_init: Optional[str] = option(
+        None, "where a new <sent> marker starts: cls (copy of [CLS]), mean or random (null: cls; new markers only)"
+    )
+    marker_lr: Optional[float] = option(
+        None, "own learning rate for the <sent> marker's embedding (an added offset; null: no own group)"
+    )
+    marker_warmup_steps: int = option(0, "first steps train only the marker's embedding (needs marker pooling)")
     max_query_len: int = option(64, "tokens per question")
     max_passage_len: int = option(256, "tokens per passage window (longer passages are windowed)")
     # samples
@@ -40,6 +47,9 @@ class TrainConfig:
     mask_false_negatives: bool = option(True, "mask candidates that contain the answer (or are the positive)")
     train_meqs: bool = option(True, "MEQs (q-) of records also train as questions with their own QP term")
     meq_oversample: int = option(1, "records with an MEQ enter each epoch this many times (fresh q+/q-/negatives)")
+    meq_per_batch: int = option(
+        0, "MEQ-centred batches: this many (q, MEQ) groups in every batch, the rest other questions (0: shuffled)"
+    )
     # optimisation
     batch_size: int = option(16, "questions per global batch (all ranks together)")
     epochs: int = option(1, "passes over the training records")
@@ -91,6 +101,19 @@ class TrainConfig:
             raise ValueError(f"best_metric must be mrr@10 or average_rank, got {self.best_metric!r}")
         if self.keep_checkpoints < 1:
             raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+        if self.meq_per_batch < 0 or (self.meq_per_batch and 2 * self.meq_per_batch >= self.batch_size):
+            raise ValueError(f"meq_per_batch must be >= 0 and leave room in a batch of {self.batch_size}")
+        if self.meq_per_batch and self.meq_oversample != 1:
+            raise ValueError("meq_per_batch and meq_oversample both set how often MEQs recur: use one")
+        if self.marker_init not in (None, "cls", "mean", "random"):
+            raise ValueError(f"marker_init must be cls, mean, random or null, got {self.marker_init!r}")
+        uses_marker = self.marker_init is not None or self.marker_lr is not None or self.marker_warmup_steps
+        if uses_marker and self.resolved_pooling != "marker":
+            raise ValueError(
+                f"marker_init, marker_lr and marker_warmup_steps need pooling 'marker', not {self.resolved_pooling!r}"
+            )
+        if self.marker_warmup_steps < 0 or (self.marker_lr is not None and self.marker_lr <= 0):
+            raise ValueError("marker_warmup_steps must be >= 0 and marker_lr > 0")
         if self.validate_every is not None and self.validate_every < 1:
             raise ValueError(f"validate_every must be >= 1 or null, got {self.validate_every}")
 

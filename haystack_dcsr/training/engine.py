@@ -22,7 +22,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
-from transformers import get_linear_schedule_with_warmup
 
 from haystack_dcsr.dcsr_model import DCSRSettings, ModelFiles, write_manifest
 from haystack_dcsr.encoder import PassageTower, QueryTower, Tower, Window
@@ -33,7 +32,10 @@ from haystack_dcsr.training.data import Record, load_records
 from haystack_dcsr.training.grad_cache import CachedPass
 from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
 from haystack_dcsr.training.losses.qq import qq_loss
+from haystack_dcsr.training.marker import MarkerOffset, attach_markers, learning_rate_schedule, marker_is_new
+from haystack_dcsr.training.memory import peak_memory_gb
 from haystack_dcsr.training.samples import Batch, SampleBuilder, batches, make_batch
+from haystack_dcsr.training.schedule import epoch_batches
 from haystack_dcsr.training.validation import RetrievalValidation
 
 logger = logging.getLogger(__name__)
@@ -42,10 +44,11 @@ logger = logging.getLogger(__name__)
 class DualEncoder(torch.nn.Module):
     """Query and passage towers as one module, so DDP sees one forward per step."""
 
-    def __init__(self, query: Tower, passage: Tower):
+    def __init__(self, query: Tower, passage: Tower, markers: Optional[Dict[str, MarkerOffset]] = None):
         super().__init__()
         self.query_tower, self.passage_tower = query, passage
         self.query, self.passage = query.model, passage.model
+        self.markers = torch.nn.ModuleDict(markers or {})  # the <sent> embeddings' own offsets (marker.py)
 
     def forward(self, query_windows: List[Window], n_queries: int, passage_windows: List[Window], n_rows: int):
         q = self.query_tower.forward(query_windows, n_queries) if query_windows else None
@@ -142,7 +145,8 @@ class Trainer:
             else (self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
         )
         self.query, self.passage = build_towers(config, self.device)
-        self.model = DualEncoder(self.query, self.passage)
+        self.markers = self._markers()
+        self.model = DualEncoder(self.query, self.passage, self.markers)
         self.ddp = self.model
         if self.dist.world > 1:
             self.ddp = torch.nn.parallel.DistributedDataParallel(
@@ -160,13 +164,21 @@ class Trainer:
         )
         self.qp = QPLoss(self.passage.config.temperature)
         self.steps_per_epoch = (
-            len(batches(self.builder.epoch(self.records, 0), config.batch_size)) // config.grad_accumulation
+            len(epoch_batches(self.builder, self.records, 0, config.batch_size, config.meq_per_batch))
+            // config.grad_accumulation
         )
         if self.steps_per_epoch == 0:
             raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, config.warmup_steps, self.total_steps)
+        offsets = {id(p) for p in self.model.markers.parameters()}
+        groups = [{"params": [p for p in self.model.parameters() if id(p) not in offsets]}]
+        if offsets:  # the marker's own group: its own rate, no weight decay
+            groups.append({"params": list(self.model.markers.parameters()), "lr": config.marker_lr or config.lr})
+            groups[1]["weight_decay"] = 0.0
+        self.optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+        self.scheduler = learning_rate_schedule(
+            self.optimizer, config.warmup_steps, self.total_steps, config.marker_warmup_steps
+        )
         self.amp_dtype = pick_dtype(self.device, config.precision)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.output = Path(config.output_dir)
@@ -180,6 +192,23 @@ class Trainer:
             if self.dev_records and config.retrieval_dev_passages
             else None
         )
+
+    def _markers(self) -> Dict[str, MarkerOffset]:
+        """``marker_init`` on new markers; an offset per tower when the marker has its own group."""
+        config = self.config
+        if config.resolved_pooling != "marker":
+            return {}
+        towers = {"query": self.query, "passage": self.passage}
+        new = {}
+        if config.marker_init is not None:
+            base = ModelFiles.locate(config.base_model)
+            sources = {
+                "query": config.query_model or base.query_dir,
+                "passage": config.passage_model or base.passage_dir,
+            }
+            new = {name: marker_is_new(sources[name], tower.config.marker) for name, tower in towers.items()}
+        offsets = config.marker_lr is not None or config.marker_warmup_steps > 0
+        return attach_markers(towers, config.marker_init, offsets, new, seed=config.seed)
 
     def _load(self, path: str) -> List[Record]:
         report = load_records(path)
@@ -272,7 +301,7 @@ class Trainer:
     def loss(self, batch: Batch) -> Tuple[torch.Tensor, Dict[str, float]]:
         questions, candidates, extra = self.encode_batch(batch)
         loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)
-        parts = {"qp": float(loss.detach())}
+        parts = {"qp": float(loss.detach()), "meq_questions": float(sum(m is not None for m in batch.meqs))}
         if extra is not None:
             q_pos, q_neg, has_pos, has_neg = extra
             qq = qq_loss(
@@ -308,11 +337,13 @@ class Trainer:
         )
         while self.state["global_step"] < self.total_steps:
             epoch = self.state["epoch"]
-            epoch_batches = batches(self.builder.epoch(self.records, epoch), self.config.batch_size)
-            steps = len(epoch_batches) // accumulation
+            scheduled = epoch_batches(
+                self.builder, self.records, epoch, self.config.batch_size, self.config.meq_per_batch
+            )
+            steps = len(scheduled) // accumulation
             while self.state["step_in_epoch"] < steps and self.state["global_step"] < self.total_steps:
                 start = self.state["step_in_epoch"] * accumulation
-                parts = self.step(epoch_batches[start : start + accumulation])
+                parts = self.step(scheduled[start : start + accumulation])
                 self.state["step_in_epoch"] += 1
                 self.state["global_step"] += 1
                 bar.update(1)
@@ -321,6 +352,7 @@ class Trainer:
                     "epoch": epoch,
                     "lr": self.scheduler.get_last_lr()[0],
                     **parts,
+                    "peak_memory_gb": round(peak_memory_gb(self.device), 3),  # GPU: torch's; CPU: the process's
                 }
                 self.history.append(record)
                 self._log(record)
@@ -416,8 +448,11 @@ class Trainer:
         """A DCSRModel directory: both HF tower directories (each loads alone too) and ``dcsr_model.json``."""
         if not self.dist.main:
             return
-        self.query.save(directory / "query_encoder")
-        self.passage.save(directory / "passage_encoder")
+        with contextlib.ExitStack() as folded:  # trained marker offsets go into the saved embedding rows
+            for offset in self.markers.values():
+                folded.enter_context(offset.folded())
+            self.query.save(directory / "query_encoder")
+            self.passage.save(directory / "passage_encoder")
         write_manifest(directory, DCSRSettings.from_towers(self.query.config, self.passage.config))
         in_batch = ("accuracy", "average_rank", "questions")
         metrics = {
@@ -454,6 +489,7 @@ class Trainer:
             state = {
                 "query": self.query.model.state_dict(),
                 "passage": self.passage.model.state_dict(),
+                "markers": self.model.markers.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
@@ -479,6 +515,7 @@ class Trainer:
             state = torch.load(state_file, map_location=self.device, weights_only=True)
             self.query.model.load_state_dict(state["query"])
             self.passage.model.load_state_dict(state["passage"])
+            self.model.markers.load_state_dict(state.get("markers", {}))
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
             self.scaler.load_state_dict(state["scaler"])

@@ -140,13 +140,14 @@ class SampleBuilder:
         groups = []
         for record in records:
             for _ in range(self.meq_oversample if record.negative_questions else 1):
-                group = self._group(record, rng)
+                group = self.group(record, rng)
                 if group:
                     groups.append(group)
         rng.shuffle(groups)
         return groups
 
-    def _group(self, record: Record, rng: random.Random) -> List[Sample]:
+    def group(self, record: Record, rng: random.Random) -> List[Sample]:
+        """A question with its MEQ (trained too, when ``train_meqs``): samples that share a batch."""
         paraphrase = rng.choice(record.positive_questions) if record.positive_questions else None
         meq = rng.choice(record.negative_questions) if record.negative_questions else None
         sample = self.sample(record, rng, paraphrase=paraphrase, meq=meq.question if meq else None)
