@@ -24,26 +24,14 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from gpu_train import RECIPE  # noqa: E402  (the README's recipe: mean pooling, cosine / 0.05, lr 3e-5)
 
 from haystack_dcsr.training.config import TrainConfig  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 from haystack_dcsr.training.engine import Trainer  # noqa: E402
 from haystack_dcsr.training.validation import RetrievalValidation  # noqa: E402
-
-COMMON = dict(
-    level="sentence",
-    negatives="+1 in-passage +1 BM25 random",
-    normalize=True,
-    temperature=0.05,
-    lr=3e-5,
-    max_passage_len=256,
-    max_query_len=64,
-    seed=42,
-    log_every=10,
-    checkpoint_every=0,
-    precision="fp32",
-    tensorboard=False,
-)
 
 
 @torch.no_grad()
@@ -94,7 +82,8 @@ def main() -> None:
         name, _, settings = spec.partition(":")
         overrides = [item for item in settings.split(",") if item]
         values = dict(
-            COMMON,
+            RECIPE,
+            tensorboard=False,
             base_model=args.base,
             output_dir=str(args.workdir / name.replace(" ", "_").replace(",", "")),
             batch_size=args.batch_size,
