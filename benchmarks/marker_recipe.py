@@ -102,6 +102,8 @@ def main() -> None:
         seconds = time.perf_counter() - start
         after = {"collapse": collapse(trainer, sample), "retrieval": validate(trainer, retrieval)}
         report["runs"][name] = {
+            "command": report["command"],
+            "budget": report["budget"],
             "settings": overrides,
             "before": before,
             "after": after,

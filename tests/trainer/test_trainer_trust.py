@@ -106,3 +106,14 @@ def test_a_missing_tensorboard_warns_when_asked_for(bert, tmp_path, monkeypatch,
     with caplog.at_level(logging.WARNING):
         trainer = Trainer(config(bert, tmp_path, max_steps=1), records=records)  # null: when installed, quietly
     assert trainer._writer is None and "TensorBoard" not in caplog.text
+
+
+def test_every_shipped_recipe_parses_and_the_marker_one_uses_the_marker_recipe():
+    from pathlib import Path
+
+    recipes = sorted((Path(__file__).resolve().parents[2] / "trainer" / "configs").glob("*.yaml"))
+    configs = {path.stem: TrainConfig.from_yaml(path) for path in recipes}
+    assert {"squad_dcsr", "squad_dcsr_qq", "squad_dpr", "squad_dcsr_marker"} <= set(configs)
+    assert configs["squad_dcsr"].resolved_pooling == "mean"  # what measured best at the README's budgets
+    marker = configs["squad_dcsr_marker"]
+    assert (marker.resolved_pooling, marker.marker_init, marker.marker_lr) == ("marker", "mean", 1e-3)
