@@ -1,17 +1,16 @@
 """Training the ``<sent>`` marker: its own start, its own learning rate, its own warm-up.
 
 The marker is the one token DCSR adds to a pretrained model, so it is the one embedding row that
-starts with no meaning. With the base learning rate (2e-5) AdamW moves that row by ~2e-5 per step,
-about 1/1000 of its norm per hundred steps: the marker's hidden states stay where the copy of [CLS]
-put them, close to each other (``benchmarks/marker_recipe.py`` measures how close), and training
-has to bend the whole transformer around a token it can barely move. The knobs here give the row
-its own optimiser group:
+starts with no meaning. Started as a copy of [CLS], its hidden states within a passage are nearly
+identical (cosine 0.995 on SQuAD dev with MiniLM, ``benchmarks/marker_recipe.py``): every sentence
+gets the passage's vector, and 80 steps at the base learning rate leave it so. The knobs here:
 
 - ``MarkerOffset``: a trainable vector added to the marker's embedding through a forward hook,
   so it can have its own learning rate and warm-up without touching the model's parameters;
   ``folded`` writes it into the embedding matrix for saving, so saved towers are plain HF models.
 - ``initialise_marker``: where a *new* marker starts (a copy of [CLS], the mean embedding, or
   random as HF initialises new rows).
+- ``learning_rate_schedule``: the towers' linear schedule, held at zero for the marker-only steps.
 """
 
 import contextlib
