@@ -115,28 +115,18 @@ def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, 
             [[texts[pid] for pid, _ in ranked_of[p[key]]] for p in pairs], [p[answers] for p in pairs]
         )
     hits = pair_hits(first["q"], first["meq"], KS)
+    ids = {question: [pid for pid, _ in ranked] for question, ranked in ranked_of.items()}
     split = [p for p in pairs if p["gold"] != p["meq_gold"]]  # pairs whose answers live in different passages
+    golds = [p["gold"] for p in split], [p["meq_gold"] for p in split]
     return {
         "hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
         "own_gold_first": {
-            "meq": own_gold_first(
-                [[pid for pid, _ in ranked_of[p["meq"]]] for p in split],
-                [p["meq_gold"] for p in split],
-                [p["gold"] for p in split],
-            ),
-            "q": own_gold_first(
-                [[pid for pid, _ in ranked_of[p["question"]]] for p in split],
-                [p["gold"] for p in split],
-                [p["meq_gold"] for p in split],
-            ),
+            "meq": own_gold_first([ids[p["meq"]] for p in split], golds[1], golds[0]),
+            "q": own_gold_first([ids[p["question"]] for p in split], golds[0], golds[1]),
             "pairs": len(split),
         },
         "overlap": {
-            str(k): top_k_overlap(
-                [[pid for pid, _ in ranked_of[p["question"]]] for p in pairs],
-                [[pid for pid, _ in ranked_of[p["meq"]]] for p in pairs],
-                k,
-            )
+            str(k): top_k_overlap([ids[p["question"]] for p in pairs], [ids[p["meq"]] for p in pairs], k)
             for k in (5, 20, 100)
         },
     }

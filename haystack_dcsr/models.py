@@ -24,6 +24,8 @@ Pooling = Literal["marker", "mean", "cls"]
 Level = Literal["sentence", "passage"]
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
 POOLINGS = ("marker", "mean", "cls")
+MarkerInit = Literal["cls", "mean", "random"]
+MARKER_INITS = ("cls", "mean", "random")
 LEVELS = ("sentence", "passage")
 _OFFLINE_MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 
@@ -157,11 +159,35 @@ def add_marker_token(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel,
     tokenizer.add_special_tokens({"additional_special_tokens": [marker]})
     marker_id = tokenizer.convert_tokens_to_ids(marker)
     model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    embeddings = model.get_input_embeddings().weight
-    with torch.no_grad():
-        source = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-        embeddings[marker_id] = embeddings[source] if source is not None else embeddings[:-1].mean(0)
+    source = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    set_marker_row(model, marker_id, "cls", source)
     return marker_id
+
+
+def set_marker_row(
+    model: PreTrainedModel,
+    marker_id: int,
+    how: MarkerInit,
+    cls_id: Optional[int] = None,
+    generator: Optional[torch.Generator] = None,
+) -> None:
+    """Set the marker's embedding row: ``cls`` (a copy of the [CLS] row, or the mean without one),
+    ``mean`` (the mean embedding of every other token) or ``random`` (normal with the model's
+    ``initializer_range``, as HF initialises new tokens)."""
+    if how not in MARKER_INITS:
+        raise ValueError(f"marker_init must be one of {MARKER_INITS}, got {how!r}")
+    weight = model.get_input_embeddings().weight
+    others = torch.ones(weight.shape[0], dtype=torch.bool, device=weight.device)
+    others[marker_id] = False
+    with torch.no_grad():
+        if how == "cls" and cls_id is not None:
+            weight[marker_id] = weight[cls_id]
+        elif how in ("cls", "mean"):
+            weight[marker_id] = weight[others].mean(0)
+        else:
+            std = getattr(model.config, "initializer_range", 0.02)
+            noise = torch.randn(weight.shape[1], generator=generator, device="cpu") * std
+            weight[marker_id] = noise.to(weight.device, weight.dtype)
 
 
 def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig, role: str = "query") -> None:

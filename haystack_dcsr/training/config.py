@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Union
 
 import yaml
 
-from haystack_dcsr.models import DEFAULT_MODEL
+from haystack_dcsr.models import DEFAULT_MODEL, MARKER_INITS
 
 
 def option(default: Any, help: str) -> Any:
@@ -105,7 +105,7 @@ class TrainConfig:
             raise ValueError(f"meq_per_batch must be >= 0 and leave room in a batch of {self.batch_size}")
         if self.meq_per_batch and self.meq_oversample != 1:
             raise ValueError("meq_per_batch and meq_oversample both set how often MEQs recur: use one")
-        if self.marker_init not in (None, "cls", "mean", "random"):
+        if self.marker_init is not None and self.marker_init not in MARKER_INITS:
             raise ValueError(f"marker_init must be cls, mean, random or null, got {self.marker_init!r}")
         uses_marker = self.marker_init is not None or self.marker_lr is not None or self.marker_warmup_steps
         if uses_marker and self.resolved_pooling != "marker":

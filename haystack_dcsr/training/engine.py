@@ -120,12 +120,17 @@ def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower,
         device=str(device),
         precision="fp32",
     )
-    base = ModelFiles.locate(config.base_model)  # one tower, or a DCSRModel / trainer output to train further
-    query = QueryTower(config.query_model or base.query_dir, max_length=config.max_query_len, **common)
-    passage = PassageTower(
-        config.passage_model or base.passage_dir, max_length=config.max_passage_len, level=config.level, **common
-    )
+    sources = tower_sources(config)
+    query = QueryTower(sources["query"], max_length=config.max_query_len, **common)
+    passage = PassageTower(sources["passage"], max_length=config.max_passage_len, level=config.level, **common)
     return query, passage
+
+
+def tower_sources(config: TrainConfig) -> Dict[str, str]:
+    """Where each tower starts: its own model if given, else the base model's (one tower, or a
+    DCSRModel / trainer output to train further)."""
+    base = ModelFiles.locate(config.base_model)
+    return {"query": config.query_model or base.query_dir, "passage": config.passage_model or base.passage_dir}
 
 
 class Trainer:
@@ -145,8 +150,7 @@ class Trainer:
             else (self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
         )
         self.query, self.passage = build_towers(config, self.device)
-        self.markers = self._markers()
-        self.model = DualEncoder(self.query, self.passage, self.markers)
+        self.model = DualEncoder(self.query, self.passage, self._markers())
         self.ddp = self.model
         if self.dist.world > 1:
             self.ddp = torch.nn.parallel.DistributedDataParallel(
@@ -163,18 +167,17 @@ class Trainer:
             meq_oversample=config.meq_oversample,
         )
         self.qp = QPLoss(self.passage.config.temperature)
-        self.steps_per_epoch = (
-            len(epoch_batches(self.builder, self.records, 0, config.batch_size, config.meq_per_batch))
-            // config.grad_accumulation
-        )
+        self._scheduled: Optional[Tuple[int, List[List]]] = None  # the last epoch's batches, built once
+        self.steps_per_epoch = len(self.epoch_batches(0)) // config.grad_accumulation
         if self.steps_per_epoch == 0:
             raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
-        offsets = {id(p) for p in self.model.markers.parameters()}
+        offsets = {id(p) for p in self.markers.parameters()}
         groups = [{"params": [p for p in self.model.parameters() if id(p) not in offsets]}]
         if offsets:  # the marker's own group: its own rate, no weight decay
-            groups.append({"params": list(self.model.markers.parameters()), "lr": config.marker_lr or config.lr})
-            groups[1]["weight_decay"] = 0.0
+            groups.append(
+                {"params": list(self.markers.parameters()), "lr": config.marker_lr or config.lr, "weight_decay": 0.0}
+            )
         self.optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
         self.scheduler = learning_rate_schedule(
             self.optimizer, config.warmup_steps, self.total_steps, config.marker_warmup_steps
@@ -193,6 +196,19 @@ class Trainer:
             else None
         )
 
+    @property
+    def markers(self) -> torch.nn.ModuleDict:
+        """The towers' marker offsets (empty unless the marker has its own optimiser group)."""
+        return self.model.markers
+
+    def epoch_batches(self, epoch: int) -> List[List]:
+        """The batches of ``epoch``, built once (the step count at start-up reuses epoch 0's)."""
+        if self._scheduled is None or self._scheduled[0] != epoch:
+            config = self.config
+            built = epoch_batches(self.builder, self.records, epoch, config.batch_size, config.meq_per_batch)
+            self._scheduled = (epoch, built)
+        return self._scheduled[1]
+
     def _markers(self) -> Dict[str, MarkerOffset]:
         """``marker_init`` on new markers; an offset per tower when the marker has its own group."""
         config = self.config
@@ -201,11 +217,7 @@ class Trainer:
         towers = {"query": self.query, "passage": self.passage}
         new = {}
         if config.marker_init is not None:
-            base = ModelFiles.locate(config.base_model)
-            sources = {
-                "query": config.query_model or base.query_dir,
-                "passage": config.passage_model or base.passage_dir,
-            }
+            sources = tower_sources(config)
             new = {name: marker_is_new(sources[name], tower.config.marker) for name, tower in towers.items()}
         offsets = config.marker_lr is not None or config.marker_warmup_steps > 0
         return attach_markers(towers, config.marker_init, offsets, new, seed=config.seed)
@@ -337,9 +349,7 @@ class Trainer:
         )
         while self.state["global_step"] < self.total_steps:
             epoch = self.state["epoch"]
-            scheduled = epoch_batches(
-                self.builder, self.records, epoch, self.config.batch_size, self.config.meq_per_batch
-            )
+            scheduled = self.epoch_batches(epoch)
             steps = len(scheduled) // accumulation
             while self.state["step_in_epoch"] < steps and self.state["global_step"] < self.total_steps:
                 start = self.state["step_in_epoch"] * accumulation
@@ -489,7 +499,7 @@ class Trainer:
             state = {
                 "query": self.query.model.state_dict(),
                 "passage": self.passage.model.state_dict(),
-                "markers": self.model.markers.state_dict(),
+                "markers": self.markers.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
@@ -515,7 +525,7 @@ class Trainer:
             state = torch.load(state_file, map_location=self.device, weights_only=True)
             self.query.model.load_state_dict(state["query"])
             self.passage.model.load_state_dict(state["passage"])
-            self.model.markers.load_state_dict(state.get("markers", {}))
+            self.markers.load_state_dict(state.get("markers", {}))
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
             self.scaler.load_state_dict(state["scaler"])

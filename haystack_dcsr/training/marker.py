@@ -14,14 +14,12 @@ gets the passage's vector, and 80 steps at the base learning rate leave it so. T
 """
 
 import contextlib
-from typing import Dict, Iterator, Literal, Optional
+from typing import Dict, Iterator, Optional
 
 import torch
 
 from haystack_dcsr.encoder import Tower
-
-MarkerInit = Literal["cls", "mean", "random"]
-MARKER_INITS = ("cls", "mean", "random")
+from haystack_dcsr.models import MarkerInit, set_marker_row
 
 
 class MarkerOffset(torch.nn.Module):
@@ -66,26 +64,11 @@ class MarkerOffset(torch.nn.Module):
 
 
 def initialise_marker(tower: Tower, how: MarkerInit, generator: Optional[torch.Generator] = None) -> None:
-    """Set the marker's embedding row: ``cls`` (a copy of [CLS], the loader's default), ``mean``
-    (the mean embedding of the vocabulary) or ``random`` (normal with the model's
-    ``initializer_range``, as HF initialises new tokens)."""
-    if how not in MARKER_INITS:
-        raise ValueError(f"marker_init must be one of {MARKER_INITS}, got {how!r}")
+    """Set a tower's marker row (``models.set_marker_row``: cls, mean or random)."""
     if tower.marker_id is None:
         raise ValueError("initialise_marker needs a tower with marker pooling")
-    weight = tower.model.get_input_embeddings().weight
-    others = torch.ones(weight.shape[0], dtype=torch.bool, device=weight.device)
-    others[tower.marker_id] = False
-    with torch.no_grad():
-        if how == "cls":
-            source = tower.open_ids[0] if tower.open_ids else None
-            weight[tower.marker_id] = weight[source] if source is not None else weight[others].mean(0)
-        elif how == "mean":
-            weight[tower.marker_id] = weight[others].mean(0)
-        else:
-            std = getattr(tower.model.config, "initializer_range", 0.02)
-            noise = torch.randn(weight.shape[1], generator=generator, device="cpu") * std
-            weight[tower.marker_id] = noise.to(weight.device, weight.dtype)
+    cls_id = tower.open_ids[0] if tower.open_ids else None
+    set_marker_row(tower.model, tower.marker_id, how, cls_id, generator)
 
 
 def marker_is_new(name_or_path: str, marker: str) -> bool:

@@ -12,7 +12,6 @@ uses each MEQ record about ``meq_per_batch * batches / MEQ records`` times.
 """
 
 import random
-from collections import deque
 from typing import Iterator, List, Sequence
 
 from haystack_dcsr.training.data import Record
@@ -41,7 +40,7 @@ def meq_centred(
     others = [g for g in (builder.group(r, rng) for r in records if not r.negative_questions) if g]
     rng.shuffle(others)
     pairs = _meq_groups(builder, with_meq, rng)
-    pending: deque = deque()  # MEQ groups put off because their question is already in the batch
+    pending: List[List[Sample]] = []  # MEQ groups put off because their question is already in the batch
     out: List[List[Sample]] = []
     rest = iter(others)
     while True:
@@ -59,7 +58,7 @@ def meq_centred(
         out.append(batch)
 
 
-def _disjoint(pending: deque, pairs: Iterator[List[Sample]], questions: set) -> List[Sample]:
+def _disjoint(pending: List[List[Sample]], pairs: Iterator[List[Sample]], questions: set) -> List[Sample]:
     """The first put-off group, else the next new one, that asks none of ``questions`` (q and its MEQ
     are each other's MEQ: group(q) and group(q') must not share a batch); others are put off."""
     for group in list(pending):
