@@ -48,6 +48,8 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     paired_report,
     paired_table,
     question_word_table,
+    ranking_paired_report,
+    ranking_paired_table,
     ranking_report,
     retrieval_report,
 )
@@ -204,7 +206,7 @@ def main() -> None:
             timing, ranking_result = cached["timing"], cached["ranking"]
             print(f"{name}: cached ({cache})", flush=True)
         elif kind == "hybrid":
-            dense, sparse = target.split("+")
+            dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
             start = time.perf_counter()
             rankings[name] = fuse_rankings(rankings[dense], rankings[sparse])
             contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse])
@@ -255,8 +257,10 @@ def main() -> None:
         ranks_file.write_text(json.dumps(first_hits))
     names = [name for name in report["systems"] if name in first_hits]
     report["paired"] = paired_report(first_hits, names)
+    report["ranking_paired"] = ranking_paired_report(report["systems"])
     args.out.write_text(json.dumps(report, indent=1))
     table = markdown_table(report) + "\n\n" + question_word_table(report) + "\n\n" + paired_table(report)
+    table += "\n\n" + ranking_paired_table(report) if report["ranking_paired"] else ""
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(
         accuracy_svg(

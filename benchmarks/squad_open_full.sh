@@ -20,6 +20,9 @@ systems=(
 [ -d runs/cpu_dcsr_meq_os/last ] && systems+=("DCSR, MEQ x5, QQ off=dcsr:runs/cpu_dcsr_meq_os/last")
 # QQ at weight 5 (benchmarks/train_cpu.sh dcsr_qq_w5), when trained
 [ -d runs/cpu_dcsr_qq_w5/last ] && systems+=("DCSR+QQ, qq_weight 5=dcsr:runs/cpu_dcsr_qq_w5/last")
+# MEQ-centred batches (benchmarks/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
+[ -d runs/cpu_dcsr_qq_mb/last ] && systems+=("DCSR+QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_qq_mb/last")
+[ -d runs/cpu_dcsr_meq_mb/last ] && systems+=("DCSR, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_meq_mb/last")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

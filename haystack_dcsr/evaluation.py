@@ -21,6 +21,7 @@ from haystack_dcsr.metrics import (
     mean_reciprocal_rank,
     own_gold_first,
     pair_hits,
+    paired_rank_test,
     paired_sign_test,
     query_contrast_accuracy,
     rank_of_positive,
@@ -92,7 +93,12 @@ def ranking_report(
     for role in ("q", "meq"):
         rows = [r for r in ranking if r["role"] == role]
         ranks = [rank_of_positive(score(r["question"], r["candidates"])) for r in rows]
-        out[f"ranking_{role}"] = {"MR": mean_rank(ranks), "MRR": mean_reciprocal_rank(ranks), "n": len(ranks)}
+        out[f"ranking_{role}"] = {
+            "MR": mean_rank(ranks),
+            "MRR": mean_reciprocal_rank(ranks),
+            "n": len(ranks),
+            "ranks": ranks,  # per row, for paired tests between systems (ranking_paired_report)
+        }
     with_paraphrase = [p for p in pairs if p.get("paraphrase")]
     if embed is not None and with_paraphrase:
         q = embed([p["question"] for p in with_paraphrase])
@@ -136,6 +142,23 @@ def paired_report(first_hits: Dict[str, List[int]], names: Sequence[str]) -> Dic
     """McNemar's exact test at top-1 and top-20 for every pair of systems."""
     return {
         f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
+
+
+def ranking_paired_report(systems: Dict[str, Dict]) -> Dict:
+    """Wilcoxon tests of the MEQ ranking's reciprocal ranks, q and q', for every pair of systems
+    whose report keeps per-row ranks (``ranking_report``; reports written before it did are skipped)."""
+    ranked = {
+        name: r["contrast"] for name, r in systems.items() if "ranks" in r.get("contrast", {}).get("ranking_q", {})
+    }
+    names = list(ranked)
+    return {
+        f"{a} vs {b}": {
+            role: paired_rank_test(ranked[a][f"ranking_{role}"]["ranks"], ranked[b][f"ranking_{role}"]["ranks"])
+            for role in ("q", "meq")
+        }
         for i, a in enumerate(names)
         for b in names[i + 1 :]
     }
@@ -186,6 +209,16 @@ def paired_table(report: Dict) -> str:
     lines = ["| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |", "|---|---|---|"]
     for pair, by_k in report.get("paired", {}).items():
         cells = [f"{t['a_only']} / {t['b_only']} ({t['p_value']:.2g})" for t in (by_k["1"], by_k["20"])]
+        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ranking_paired_table(report: Dict) -> str:
+    """Every pair of systems with per-row MEQ ranks: rows where A / B ranks the gold higher, and
+    the Wilcoxon p of their reciprocal ranks, for q and for q'."""
+    lines = ["| A vs B | MEQ ranking q: A / B better (p) | q': A / B better (p) |", "|---|---|---|"]
+    for pair, by_role in report.get("ranking_paired", {}).items():
+        cells = [f"{t['a_better']} / {t['b_better']} ({t['p_value']:.2g})" for t in (by_role["q"], by_role["meq"])]
         lines.append(f"| {pair} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -13,7 +13,7 @@ import unicodedata
 from typing import Dict, Iterable, List, Sequence
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binomtest, wilcoxon
 
 _TOKEN = re.compile(r"[\w]+|[^\w\s]", re.UNICODE)
 
@@ -115,6 +115,19 @@ def mean_rank(ranks: Sequence[int]) -> float:
 def mean_reciprocal_rank(ranks: Sequence[int]) -> float:
     """MRR; a rank of 0 (not found) contributes 0."""
     return float(np.mean([1.0 / r if r > 0 else 0.0 for r in ranks])) if len(ranks) else 0.0
+
+
+def paired_rank_test(ranks_a: Sequence[int], ranks_b: Sequence[int]) -> Dict[str, float]:
+    """Wilcoxon signed-rank test of two systems' reciprocal ranks on the same rows (the usual test
+    for an MRR gap): how many rows each ranks the gold higher, and the two-sided p-value. Rows both
+    rank alike carry no evidence and are dropped, as McNemar drops agreements."""
+    if len(ranks_a) != len(ranks_b):
+        raise ValueError(f"{len(ranks_a)} ranks against {len(ranks_b)}")
+    a_better = sum(0 < a < b or (a > 0 and b == 0) for a, b in zip(ranks_a, ranks_b))
+    b_better = sum(0 < b < a or (b > 0 and a == 0) for a, b in zip(ranks_a, ranks_b))
+    diff = [(1.0 / a if a else 0.0) - (1.0 / b if b else 0.0) for a, b in zip(ranks_a, ranks_b) if a != b]
+    p_value = float(wilcoxon(diff).pvalue) if diff else 1.0
+    return {"a_better": a_better, "b_better": b_better, "p_value": p_value}
 
 
 # ---- contrast consistency over (q, q') pairs -------------------------------------------------------

@@ -13,6 +13,8 @@ from haystack_dcsr.evaluation import (
     paired_table,
     question_group,
     question_word_table,
+    ranking_paired_report,
+    ranking_paired_table,
     ranking_report,
     retrieval_report,
 )
@@ -54,7 +56,7 @@ def test_ranking_and_pair_reports_follow_the_meq_paper():
     ]
     table = {"q1": [0.9, 0.1, 0.2], "m1": [0.1, 0.5, 0.2]}  # q' ranks its gold last
     report = ranking_report(lambda question, candidates: np.array(table[question]), ranking, pairs=[])
-    assert report["ranking_q"] == {"MR": 1.0, "MRR": 1.0, "n": 1}
+    assert report["ranking_q"] == {"MR": 1.0, "MRR": 1.0, "n": 1, "ranks": [1]}
     assert report["ranking_meq"]["MR"] == 3.0 and report["ranking_meq"]["MRR"] == pytest.approx(1 / 3)
     pairs = [
         {"question": "q1", "meq": "m1", "answers": ["gold"], "meq_answers": ["other"], "gold": "g", "meq_gold": "g2"}
@@ -87,3 +89,19 @@ def test_tables_and_paired_tests(tmp_path):
     (tmp_path / "ranking.jsonl").write_text("\n".join(json.dumps({"pair": i}) for i in range(3)))
     pairs, ranking = load_contrast_set(tmp_path, limit=2)
     assert len(pairs) == 2 and [r["pair"] for r in ranking] == [0, 1]
+
+
+def test_ranking_paired_report_tests_systems_that_kept_ranks():
+    def system(q_ranks, meq_ranks):
+        return {"contrast": {"ranking_q": {"ranks": q_ranks}, "ranking_meq": {"ranks": meq_ranks}}}
+
+    systems = {
+        "A": system([1] * 6, [1, 1, 1, 1, 1, 7]),
+        "B": system([2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 0, 6]),
+        "old": {"contrast": {"ranking_q": {"MRR": 0.5}}},  # written before ranks were kept: skipped
+    }
+    paired = ranking_paired_report(systems)
+    assert list(paired) == ["A vs B"]
+    assert paired["A vs B"]["q"] == {"a_better": 6, "b_better": 0, "p_value": 2 / 64}
+    assert paired["A vs B"]["meq"]["a_better"] == 5 and paired["A vs B"]["meq"]["b_better"] == 1
+    assert "| A vs B | 6 / 0 (0.031) | 5 / 1 (0.062) |" in ranking_paired_table({"ranking_paired": paired})

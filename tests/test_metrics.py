@@ -12,6 +12,7 @@ from haystack_dcsr.metrics import (
     normalize_answer,
     own_gold_first,
     pair_hits,
+    paired_rank_test,
     paired_sign_test,
     query_contrast_accuracy,
     rank_of_positive,
@@ -121,3 +122,16 @@ def test_paired_sign_test_by_hand():
         assert got == pytest.approx(exact, rel=1e-12)
     with pytest.raises(ValueError, match="first-hit ranks"):
         paired_sign_test([1, 2], [1], 1)
+
+
+def test_paired_rank_test_by_hand():
+    # A ranks the gold first on six rows, B lower each time, by distinct margins: the exact
+    # two-sided Wilcoxon p is 2 / 2**6
+    assert paired_rank_test([1] * 6, [2, 3, 4, 5, 6, 7]) == {"a_better": 6, "b_better": 0, "p_value": 2 / 64}
+    # B wins the one row with the smallest reciprocal-rank gap (1/6 - 1/7): W- = 1, p = 2 * 2 / 64;
+    # equal ranks are dropped; rank 0 (not found) is worse than any rank
+    result = paired_rank_test([1, 1, 1, 1, 1, 7, 4], [2, 3, 4, 5, 0, 6, 4])
+    assert result == {"a_better": 5, "b_better": 1, "p_value": pytest.approx(4 / 64)}
+    assert paired_rank_test([2, 0], [2, 0]) == {"a_better": 0, "b_better": 0, "p_value": 1.0}
+    with pytest.raises(ValueError, match="3 ranks against 2"):
+        paired_rank_test([1, 2, 3], [1, 2])
