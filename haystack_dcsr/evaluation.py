@@ -8,6 +8,7 @@ rankings, paired McNemar tests, and the Markdown tables the benchmarks write.
 """
 
 import json
+from itertools import combinations
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -142,8 +143,7 @@ def paired_report(first_hits: Dict[str, List[int]], names: Sequence[str]) -> Dic
     """McNemar's exact test at top-1 and top-20 for every pair of systems."""
     return {
         f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
-        for i, a in enumerate(names)
-        for b in names[i + 1 :]
+        for a, b in combinations(names, 2)
     }
 
 
@@ -153,14 +153,12 @@ def ranking_paired_report(systems: Dict[str, Dict]) -> Dict:
     ranked = {
         name: r["contrast"] for name, r in systems.items() if "ranks" in r.get("contrast", {}).get("ranking_q", {})
     }
-    names = list(ranked)
     return {
         f"{a} vs {b}": {
             role: paired_rank_test(ranked[a][f"ranking_{role}"]["ranks"], ranked[b][f"ranking_{role}"]["ranks"])
             for role in ("q", "meq")
         }
-        for i, a in enumerate(names)
-        for b in names[i + 1 :]
+        for a, b in combinations(ranked, 2)
     }
 
 
@@ -204,23 +202,26 @@ def markdown_table(report: Dict) -> str:
     return "\n".join(lines)
 
 
-def paired_table(report: Dict) -> str:
-    """Every pair of systems: questions only A / only B gets in the top k, and McNemar's p."""
-    lines = ["| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |", "|---|---|---|"]
-    for pair, by_k in report.get("paired", {}).items():
-        cells = [f"{t['a_only']} / {t['b_only']} ({t['p_value']:.2g})" for t in (by_k["1"], by_k["20"])]
+def _tests_table(header: str, paired: Dict, columns: Sequence[str], counts: Tuple[str, str]) -> str:
+    """One row per pair of systems: for each column, the two counts and the test's p."""
+    lines = [header, "|---|" + "---|" * len(columns)]
+    for pair, tests in paired.items():
+        cells = [f"{tests[c][counts[0]]} / {tests[c][counts[1]]} ({tests[c]['p_value']:.2g})" for c in columns]
         lines.append(f"| {pair} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def paired_table(report: Dict) -> str:
+    """Every pair of systems: questions only A / only B gets in the top k, and McNemar's p."""
+    header = "| A vs B | top-1: only A / only B (p) | top-20: only A / only B (p) |"
+    return _tests_table(header, report.get("paired", {}), ("1", "20"), ("a_only", "b_only"))
 
 
 def ranking_paired_table(report: Dict) -> str:
     """Every pair of systems with per-row MEQ ranks: rows where A / B ranks the gold higher, and
     the Wilcoxon p of their reciprocal ranks, for q and for q'."""
-    lines = ["| A vs B | MEQ ranking q: A / B better (p) | q': A / B better (p) |", "|---|---|---|"]
-    for pair, by_role in report.get("ranking_paired", {}).items():
-        cells = [f"{t['a_better']} / {t['b_better']} ({t['p_value']:.2g})" for t in (by_role["q"], by_role["meq"])]
-        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    header = "| A vs B | MEQ ranking q: A / B better (p) | q': A / B better (p) |"
+    return _tests_table(header, report.get("ranking_paired", {}), ("q", "meq"), ("a_better", "b_better"))
 
 
 def question_word_table(report: Dict) -> str:

@@ -112,9 +112,13 @@ def mean_rank(ranks: Sequence[int]) -> float:
     return float(np.mean(ranks)) if len(ranks) else 0.0
 
 
+def reciprocal_ranks(ranks: Sequence[int]) -> List[float]:
+    """1 / rank per row; a rank of 0 (not found) counts 0, below any rank."""
+    return [1.0 / r if r > 0 else 0.0 for r in ranks]
+
+
 def mean_reciprocal_rank(ranks: Sequence[int]) -> float:
-    """MRR; a rank of 0 (not found) contributes 0."""
-    return float(np.mean([1.0 / r if r > 0 else 0.0 for r in ranks])) if len(ranks) else 0.0
+    return float(np.mean(reciprocal_ranks(ranks))) if len(ranks) else 0.0
 
 
 def paired_rank_test(ranks_a: Sequence[int], ranks_b: Sequence[int]) -> Dict[str, float]:
@@ -123,11 +127,9 @@ def paired_rank_test(ranks_a: Sequence[int], ranks_b: Sequence[int]) -> Dict[str
     rank alike carry no evidence and are dropped, as McNemar drops agreements."""
     if len(ranks_a) != len(ranks_b):
         raise ValueError(f"{len(ranks_a)} ranks against {len(ranks_b)}")
-    a_better = sum(0 < a < b or (a > 0 and b == 0) for a, b in zip(ranks_a, ranks_b))
-    b_better = sum(0 < b < a or (b > 0 and a == 0) for a, b in zip(ranks_a, ranks_b))
-    diff = [(1.0 / a if a else 0.0) - (1.0 / b if b else 0.0) for a, b in zip(ranks_a, ranks_b) if a != b]
+    diff = [a - b for a, b in zip(reciprocal_ranks(ranks_a), reciprocal_ranks(ranks_b)) if a != b]
     p_value = float(wilcoxon(diff).pvalue) if diff else 1.0
-    return {"a_better": a_better, "b_better": b_better, "p_value": p_value}
+    return {"a_better": sum(d > 0 for d in diff), "b_better": sum(d < 0 for d in diff), "p_value": p_value}
 
 
 # ---- contrast consistency over (q, q') pairs -------------------------------------------------------
