@@ -6,7 +6,8 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   dcsr-zero    DCSRRetriever, all-MiniLM-L6-v2 zero-shot, mean pooling, HasAns
   dcsr:DIR     DCSRRetriever with a trainer output (a DCSRModel directory, or query_encoder/ + passage_encoder/)
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
-  hybrid:A+B   score fusion of two systems above: 0.5 * HasAns/score(A) + 0.5 * min-max BM25(B)
+  hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
+  hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
 
 Resumable: each system's ranking is cached under --workdir and reused while the question set is
 the same (delete the file to recompute). Systems already in --out for the same questions are kept,
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, NamedTuple
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -158,13 +159,12 @@ class System:
         return score_passages(query, [vectors[c] for c in candidates], self.retriever.hasans_temperature)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The corpus, questions, contrast set and cache: shared with the scripts that read the cache."""
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--questions", type=int, default=1000, help="dev questions (0 = all 10,570)")
     parser.add_argument("--passages", type=int, default=10**9, help="corpus size (default: all 20,963)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--system", action="append", help="NAME=KIND[:DIR] (repeatable); see the module doc")
     parser.add_argument(
         "--contrast-set",
         type=Path,
@@ -173,9 +173,21 @@ def main() -> None:
     )
     parser.add_argument("--contrast-limit", type=int, default=0, help="first N pairs only (quick runs)")
     parser.add_argument("--workdir", type=Path, default=Path("benchmarks/cache/squad_open"))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/squad_open.json"))
-    args = parser.parse_args()
 
+
+class Benchmark(NamedTuple):
+    passages: List[Document]
+    questions: list
+    texts: Dict[str, str]
+    pairs: List[Dict]
+    ranking: List[Dict]
+    fingerprint: str  # of questions, corpus and pairs: a cached ranking is reused only for the same ones
+
+    def cache_file(self, workdir: Path, spec: str) -> Path:
+        return workdir / f"{self.fingerprint}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+
+
+def load_benchmark(args: argparse.Namespace) -> Benchmark:
     pairs, ranking = load_contrast_set(args.contrast_set, args.contrast_limit)
     if not pairs:
         print(f"no contrast set in {args.contrast_set}: MEQ metrics skipped", flush=True)
@@ -183,6 +195,18 @@ def main() -> None:
     passages, questions = load_squad(args.data, args.passages, args.questions, args.seed, keep=needed)
     texts = {d.id: d.content for d in passages}
     fingerprint = hashlib.sha1(json.dumps([questions, sorted(texts), pairs]).encode()).hexdigest()[:12]
+    return Benchmark(passages, questions, texts, pairs, ranking, fingerprint)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_arguments(parser)
+    parser.add_argument("--system", action="append", help="NAME=KIND[:DIR] (repeatable); see the module doc")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/squad_open.json"))
+    args = parser.parse_args()
+
+    bench = load_benchmark(args)
+    passages, questions, texts, pairs, ranking, fingerprint = bench
     args.workdir.mkdir(parents=True, exist_ok=True)
     report = json.loads(args.out.read_text()) if args.out.is_file() else {}
     ranks_file = args.out.with_suffix(".first_hits.json")  # per-question ranks: paired tests across runs
@@ -199,17 +223,20 @@ def main() -> None:
     for spec in args.system or DEFAULT_SYSTEMS:
         name, _, rest = spec.partition("=")
         kind, _, target = rest.partition(":")
-        cache = args.workdir / f"{fingerprint}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+        cache = bench.cache_file(args.workdir, spec)
         if cache.is_file():
             cached = json.loads(cache.read_text())
             rankings[name], contrast_rankings[name] = cached["ranked"], cached["contrast_ranked"]
             timing, ranking_result = cached["timing"], cached["ranking"]
             print(f"{name}: cached ({cache})", flush=True)
-        elif kind == "hybrid":
+        elif kind in ("hybrid", "hybrid-hasans"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
+            scale = kind == "hybrid"
             start = time.perf_counter()
-            rankings[name] = fuse_rankings(rankings[dense], rankings[sparse])
-            contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse])
+            rankings[name] = fuse_rankings(rankings[dense], rankings[sparse], scale_hasans=scale)
+            contrast_rankings[name] = fuse_rankings(
+                contrast_rankings[dense], contrast_rankings[sparse], scale_hasans=scale
+            )
             timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)

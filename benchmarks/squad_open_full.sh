@@ -9,7 +9,7 @@ systems=(
   "BM25=bm25"
   "DCSR-ft=dcsr:runs/cpu_dcsr/last"
   "DCSR+QQ (MEQ x5)=dcsr:runs/cpu_dcsr_qq_os/last"
-  "Hybrid DCSR-ft + BM25=hybrid:DCSR-ft+BM25"
+  "Hybrid DCSR-ft + BM25, HasAns as is=hybrid-hasans:DCSR-ft+BM25"
   "DPR-ft=dpr:runs/cpu_dpr/last"
   "DCSR+QQ=dcsr:runs/cpu_dcsr_qq/last"
   "EmbeddingRetriever zero-shot=er"
@@ -23,6 +23,15 @@ systems=(
 # MEQ-centred batches (benchmarks/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
 [ -d runs/cpu_dcsr_qq_mb/last ] && systems+=("DCSR+QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_qq_mb/last")
 [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=("DCSR, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_meq_mb/last")
+# their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
+for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-centred, QQ off)|DCSR, MEQ-centred batches, QQ off"; do
+  label=${pair%%|*}; dense=${pair#*|}
+  [ -d runs/cpu_dcsr_qq_mb/last ] && [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=(
+    "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
+done
+# DCSR+QQ at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_qq), and its hybrid
+[ -d runs/cpu_dcsr_qq_600/last ] && systems+=("DCSR+QQ, 600 steps=dcsr:runs/cpu_dcsr_qq_600/last"
+                                              "Hybrid DCSR+QQ (600 steps) + BM25=hybrid:DCSR+QQ, 600 steps+BM25")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

@@ -3,6 +3,7 @@
 # with the same budget (200 steps of 32 questions, lr 3e-5), mean pooling, cosine / 0.05 (the base
 # model's own geometry). Needs the data of the README's "Trainer" section under data/.
 #   bash benchmarks/train_cpu.sh [MODE]...      (default: dcsr dpr; ~30-40 min each on 2 cores)
+#   STEPS=600 bash benchmarks/train_cpu.sh dcsr_qq   (a longer budget, same recipe; writes runs/cpu_dcsr_qq_600)
 # Modes: dcsr, dpr, dcsr_qq (DCSR + QQ on data/squad_train_meq.jsonl) and dcsr_meq (its control:
 # the same file and MEQs still trained as questions, QQ off), and on the same file with every
 # MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control);
@@ -10,7 +11,9 @@
 # MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control).
 # dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
 set -euo pipefail
-COMMON=(--no-resume --set pooling=mean --set max_steps=200 --set warmup_steps=20 --set lr=3.0e-5
+STEPS=${STEPS:-200}
+SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
+COMMON=(--no-resume --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
 for mode in "${@:-dcsr dpr}"; do
   for m in $mode; do
@@ -26,6 +29,6 @@ for mode in "${@:-dcsr dpr}"; do
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
-      --set output_dir="runs/cpu_${m}"
+      --set output_dir="runs/cpu_${m}${SUFFIX}"
   done
 done

@@ -68,18 +68,43 @@ def retrieval_report(ranked: Ranked, questions: Sequence[Question], texts: Dict[
     }
 
 
-def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5) -> Ranked:
-    """weight * dense score + (1 - weight) * min-max scaled BM25 score, per question, over the union
-    of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). HasAns is a probability
-    and is used as is; dense scores outside [0, 1] are min-max scaled too. The weight is fixed, not
-    tuned on test."""
+def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5, scale_hasans: bool = True) -> Ranked:
+    """weight * dense score + (1 - weight) * BM25 score, both min-max scaled per question, over the
+    union of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). ``scale_hasans=False``
+    keeps a probability (HasAns) as it is, the fusion of the README's earlier hybrid rows; dense
+    scores outside [0, 1] are scaled either way."""
     return [
-        fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[not _is_probability(d), True]) for d, s in zip(dense, sparse)
+        fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[scale_hasans or not _is_probability(d), True])
+        for d, s in zip(dense, sparse)
     ]
 
 
 def _is_probability(ranked) -> bool:
     return all(0.0 <= score <= 1.0 for _, score in ranked)
+
+
+def cross_fitted_weight(
+    ranks_by_weight: Dict[float, Sequence[int]], k: int = 1, folds: int = 2, seed: int = 0, prior: float = 0.5
+) -> Dict:
+    """Each question's first-hit rank under a fusion weight chosen without it. A weight picked on
+    the test questions themselves reads high; here the questions are split into ``folds`` at random
+    and each fold is ranked with the weight of best top-k accuracy on the other folds (ties: the
+    weight nearest ``prior``, the a-priori 0.5). Returns the held-out ranks and each fold's weight."""
+    weights = sorted(ranks_by_weight)
+    lengths = {len(ranks) for ranks in ranks_by_weight.values()}
+    if len(lengths) != 1 or folds < 2:
+        raise ValueError(f"need rank lists of one length and folds >= 2, got lengths {sorted(lengths)}, {folds} folds")
+    n = lengths.pop()
+    fold_of = np.random.default_rng(seed).permutation(n) % folds
+    hits = {w: (np.asarray(ranks_by_weight[w]) > 0) & (np.asarray(ranks_by_weight[w]) <= k) for w in weights}
+    held_out = np.zeros(n, dtype=np.int64)
+    chosen = []
+    for fold in range(folds):
+        train = fold_of != fold
+        best = max(weights, key=lambda w: (int(hits[w][train].sum()), -abs(w - prior)))
+        chosen.append(best)
+        held_out[~train] = np.asarray(ranks_by_weight[best])[~train]
+    return {"ranks": held_out.tolist(), "weights": chosen, "k": k, "folds": folds, "seed": seed}
 
 
 def ranking_report(

@@ -212,5 +212,5 @@ def whole_span(text: str) -> List[Span]:
 
 def has_support(documents: Sequence[Unit]) -> bool:
     """Passages returned by a DCSR retriever (they carry their supporting sentences): their scores
-    are HasAns probabilities, which the hybrid joins keep as they are."""
+    are HasAns probabilities, which the hybrid joins keep as they are when asked to."""
     return bool(documents) and all(SUPPORT in (doc.meta or {}) for doc in documents)

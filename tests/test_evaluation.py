@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from haystack_dcsr.evaluation import (
+    cross_fitted_weight,
     load_contrast_set,
     markdown_table,
     pair_report,
@@ -105,3 +106,21 @@ def test_ranking_paired_report_tests_systems_that_kept_ranks():
     assert paired["A vs B"]["q"] == {"a_better": 6, "b_better": 0, "p_value": 2 / 64}
     assert paired["A vs B"]["meq"]["a_better"] == 5 and paired["A vs B"]["meq"]["b_better"] == 1
     assert "| A vs B | 6 / 0 (0.031) | 5 / 1 (0.062) |" in ranking_paired_table({"ranking_paired": paired})
+
+
+def test_cross_fitted_weight_scores_each_fold_with_a_weight_chosen_on_the_others():
+    # weight 0.3 wins questions 0-5, weight 0.7 wins 6-9; the a-priori 0.5 wins none
+    ranks = {0.3: [1] * 6 + [2] * 4, 0.5: [2] * 10, 0.7: [3] * 6 + [1] * 4}
+    result = cross_fitted_weight(ranks, k=1, folds=2, seed=0)
+    fold_of = np.random.default_rng(0).permutation(10) % 2
+    for fold, weight in enumerate(result["weights"]):
+        others = fold_of != fold
+        wins = {w: sum(1 for r in np.asarray(v)[others] if r == 1) for w, v in ranks.items()}
+        assert wins[weight] == max(wins.values())
+        held_out = np.flatnonzero(~others)
+        assert [result["ranks"][i] for i in held_out] == [ranks[weight][i] for i in held_out]
+    # a tie goes to the weight nearest the prior; misses (rank 0) never count as hits
+    tied = cross_fitted_weight({0.2: [1, 0, 1, 0], 0.6: [1, 0, 1, 0], 0.9: [0, 0, 0, 0]}, folds=2)
+    assert tied["weights"] == [0.6, 0.6] and tied["ranks"] == [1, 0, 1, 0]
+    with pytest.raises(ValueError, match="one length"):
+        cross_fitted_weight({0.2: [1, 2], 0.4: [1]})

@@ -85,6 +85,22 @@ def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert,
     assert isinstance(pipeline.get_node("Hybrid"), HybridJoin)
 
 
+def test_hybrid_join_scales_hasans_unless_told_to_keep_the_probability():
+    support = {"dcsr_sentences": [{"text": "x"}]}
+    dcsr = [Document("a", id="a", score=0.3, meta=dict(support)), Document("b", id="b", score=0.1, meta=dict(support))]
+    bm25 = [Document("b", id="b", score=12.0), Document("c", id="c", score=3.0)]
+    # min-max both: a = 0.5 * 1, b = 0.5 * 0 + 0.5 * 1 (tie, a first-seen), c = 0
+    assert [(d.id, d.score) for d in HybridJoin(weights=[0.5, 0.5]).join([dcsr, bm25])] == [
+        ("a", 0.5),
+        ("b", 0.5),
+        ("c", 0.0),
+    ]
+    # HasAns as a probability: BM25's scaled top wins at equal weights
+    kept = HybridJoin(weights=[0.5, 0.5], scale_hasans=False).join([dcsr, bm25])
+    assert [(d.id, round(d.score, 9)) for d in kept] == [("b", 0.55), ("a", 0.15), ("c", 0.0)]
+    assert kept[0].meta["hybrid_scores"] == [0.1, 12.0]
+
+
 def test_hybrid_join_refuses_bad_settings():
     with pytest.raises(ValueError, match="weights must be non-negative"):
         HybridJoin(weights=[-1, 2])

@@ -145,11 +145,14 @@ def test_hybrid_pipeline_fuses_bm25_and_hasans(store, passages):
         {"dcsr": {"query": question}, "bm25": {"query": question}}, include_outputs_from={"dcsr", "bm25"}
     )
     dcsr, bm25 = output["dcsr"]["documents"], output["bm25"]["documents"]
-    expected = fuse(
-        [[(d.id, d.score) for d in dcsr], [(d.id, d.score) for d in bm25]], [0.5, 0.5], 3, scaled=[False, True]
-    )
+    ranked = [[(d.id, d.score) for d in dcsr], [(d.id, d.score) for d in bm25]]
+    expected = fuse(ranked, [0.5, 0.5], 3)  # both lists min-max scaled: the default
     assert [(d.id, pytest.approx(d.score)) for d in output["join"]["documents"]] == expected
     assert output["join"]["documents"][0].id == "Berlin"
+    kept = DCSRHybridJoiner.from_dict(DCSRHybridJoiner(weights=[0.5, 0.5], top_k=3, scale_hasans=False).to_dict())
+    assert kept.scale_hasans is False
+    got = kept.run(documents=[bm25, dcsr])["documents"]  # any arrival order: DCSR's list is put first
+    assert [(d.id, pytest.approx(d.score)) for d in got] == fuse(ranked, [0.5, 0.5], 3, scaled=[False, True])
 
 
 def test_qdrant_gives_the_same_passages_as_the_exact_store(store, passages):
