@@ -29,9 +29,10 @@ for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-cent
   [ -d runs/cpu_dcsr_qq_mb/last ] && [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=(
     "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
 done
-# DCSR+QQ at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_qq), and its hybrid
+# DCSR+QQ at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_qq), and its hybrids (both fusions)
 [ -d runs/cpu_dcsr_qq_600/last ] && systems+=("DCSR+QQ, 600 steps=dcsr:runs/cpu_dcsr_qq_600/last"
-                                              "Hybrid DCSR+QQ (600 steps) + BM25=hybrid:DCSR+QQ, 600 steps+BM25")
+                                              "Hybrid DCSR+QQ (600 steps) + BM25=hybrid:DCSR+QQ, 600 steps+BM25"
+                                              "Hybrid DCSR+QQ (600 steps) + BM25, HasAns as is=hybrid-hasans:DCSR+QQ, 600 steps+BM25")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
