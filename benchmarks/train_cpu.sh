@@ -4,6 +4,8 @@
 # model's own geometry). Needs the data of the README's "Trainer" section under data/.
 #   bash benchmarks/train_cpu.sh [MODE]...      (default: dcsr dpr; ~30-40 min each on 2 cores)
 #   STEPS=600 bash benchmarks/train_cpu.sh dcsr_qq   (a longer budget, same recipe; writes runs/cpu_dcsr_qq_600)
+#   RESUME=1 STEPS=600 bash benchmarks/train_cpu.sh dcsr_meq   (continue an interrupted run from its last
+#   checkpoint, exactly; without RESUME=1 every run starts over)
 # Modes: dcsr, dpr, dcsr_qq (DCSR + QQ on data/squad_train_meq.jsonl) and dcsr_meq (its control:
 # the same file and MEQs still trained as questions, QQ off), and on the same file with every
 # MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control);
@@ -13,7 +15,8 @@
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
-COMMON=(--no-resume --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
+RESTART=$([[ "${RESUME:-0}" == 1 ]] && echo "" || echo "--no-resume")
+COMMON=(${RESTART} --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
 for mode in "${@:-dcsr dpr}"; do
   for m in $mode; do
