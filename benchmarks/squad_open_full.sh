@@ -34,7 +34,8 @@ done
                                               "Hybrid DCSR+QQ (600 steps) + BM25=hybrid:DCSR+QQ, 600 steps+BM25"
                                               "Hybrid DCSR+QQ (600 steps) + BM25, HasAns as is=hybrid-hasans:DCSR+QQ, 600 steps+BM25")
 # its QQ-off control at 600 steps (STEPS=600 benchmarks/train_cpu.sh dcsr_meq)
-[ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last")
+[ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last"
+                                               "Hybrid DCSR (QQ off, 600 steps) + BM25=hybrid:DCSR, MEQ data, QQ off, 600 steps+BM25")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

@@ -496,6 +496,8 @@ class Trainer:
         torch.save(_rng_state(), directory / f"rng-{self.dist.rank}.pt")
         self.dist.barrier()
         if self.dist.main:
+            log = self.output / "log.jsonl"
+            self.state["log_bytes"] = log.stat().st_size if log.is_file() else 0  # what a resume keeps of the log
             state = {
                 "query": self.query.model.state_dict(),
                 "passage": self.passage.model.state_dict(),
@@ -540,7 +542,16 @@ class Trainer:
                 "(Trainer.train(resume=False))."
             ) from error
         if self.dist.main:
+            self._rewind_log(self.state.get("log_bytes"))
             logger.info("Resumed from %s at step %d", directory, self.state["global_step"])
+
+    def _rewind_log(self, size: Optional[int]) -> None:
+        """Cut ``log.jsonl`` back to what it held at the checkpoint: the resumed run logs the steps after it
+        again (identically: the resume is exact), and each step should appear once for plots and readers."""
+        log = self.output / "log.jsonl"
+        if size is not None and log.is_file() and log.stat().st_size > size:
+            with log.open("r+b") as handle:
+                handle.truncate(size)
 
     def _log(self, record: Dict) -> None:
         if not self.dist.main:

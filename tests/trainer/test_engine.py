@@ -155,7 +155,7 @@ def test_saved_encoders_load_in_dcsr_retriever_and_retrieve(trained):
     assert top1 >= 0.25  # random would be 1/24
 
 
-def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monkeypatch):
+def test_killed_and_resumed_run_ends_with_the_same_weights_and_log(bert, tmp_path, monkeypatch):
     records = make_records(24)
     straight = Trainer(config(bert, tmp_path / "a", max_steps=6, checkpoint_every=3), records=records)
     straight.train(resume=False)
@@ -164,7 +164,7 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monke
     real_step, calls = Trainer.step, {"n": 0}
 
     def crash_after_three(self, micro_batches):
-        if calls["n"] == 3:
+        if calls["n"] == 5:  # killed two steps past the checkpoint at step 3: steps 4-5 are logged, then redone
             raise KeyboardInterrupt("killed")
         calls["n"] += 1
         return real_step(self, micro_batches)
@@ -178,6 +178,13 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(bert, tmp_path, monke
     assert resumed.state["global_step"] == 6
     for a, b in zip(straight.model.state_dict().values(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+    def steps(directory):
+        records = [json.loads(line) for line in (directory / "run" / "log.jsonl").read_text().splitlines()]
+        return [(r["step"], round(r["loss"], 5)) for r in records if "loss" in r]
+
+    assert steps(tmp_path / "b") == steps(tmp_path / "a")  # each step once, with the uninterrupted run's losses
+    assert [step for step, _ in steps(tmp_path / "b")] == [1, 2, 3, 4, 5, 6]
 
 
 def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None):
