@@ -10,7 +10,8 @@
 # the same file and MEQs still trained as questions, QQ off), and on the same file with every
 # MEQ-bearing question entered 5x per epoch: dcsr_qq_os (QQ) and dcsr_meq_os (its QQ-off control);
 # dcsr_qq_w5: DCSR + QQ with qq_weight 5 (the QQ term at about QP's size; it is ~1/4 of it at weight 1).
-# MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control).
+# MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control);
+# dcsr_qq_mb1 / dcsr_meq_mb1: the same with 1 group a batch (4 cost 1.2 top-1 against shuffled batches).
 # dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
 set -euo pipefail
 STEPS=${STEPS:-200}
@@ -27,6 +28,8 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
       dcsr_qq_mb)  config=dcsr_qq; extra=(--set meq_per_batch=4) ;;
       dcsr_meq_mb) config=dcsr_qq; extra=(--set meq_per_batch=4 --set qq_form=null) ;;
+      dcsr_qq_mb1)  config=dcsr_qq; extra=(--set meq_per_batch=1) ;;
+      dcsr_meq_mb1) config=dcsr_qq; extra=(--set meq_per_batch=1 --set qq_form=null) ;;
       dcsr_marker) config=dcsr; extra=(--set pooling=marker --set marker_init=mean --set marker_lr=1.0e-3
                                        --set marker_warmup_steps=20) ;;
       *)           config=$m; extra=() ;;
