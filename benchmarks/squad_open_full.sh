@@ -23,6 +23,8 @@ systems=(
 # MEQ-centred batches (benchmarks/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
 [ -d runs/cpu_dcsr_qq_mb/last ] && systems+=("DCSR+QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_qq_mb/last")
 [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=("DCSR, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_meq_mb/last")
+[ -d runs/cpu_dcsr_qq_mb1/last ] && systems+=("DCSR+QQ, MEQ-centred batches, 1 group=dcsr:runs/cpu_dcsr_qq_mb1/last")
+[ -d runs/cpu_dcsr_meq_mb1/last ] && systems+=("DCSR, MEQ-centred batches, 1 group, QQ off=dcsr:runs/cpu_dcsr_meq_mb1/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
 for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-centred, QQ off)|DCSR, MEQ-centred batches, QQ off"; do
   label=${pair%%|*}; dense=${pair#*|}
