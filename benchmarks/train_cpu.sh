@@ -13,6 +13,8 @@
 # MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control);
 # dcsr_qq_mb1 / dcsr_meq_mb1: the same with 1 group a batch (4 cost 1.2 top-1 against shuffled batches).
 # dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
+# The paper's negative-sampling ablation (dcsr is "+1 in-passage +1 BM25 random"): dcsr_bm25x1
+# ("+1 BM25 random") and dcsr_bm25x2 ("+2 BM25 random").
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -32,6 +34,8 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq_mb1) config=dcsr_qq; extra=(--set meq_per_batch=1 --set qq_form=null) ;;
       dcsr_marker) config=dcsr; extra=(--set pooling=marker --set marker_init=mean --set marker_lr=1.0e-3
                                        --set marker_warmup_steps=20) ;;
+      dcsr_bm25x1) config=dcsr; extra=(--set "negatives=+1 BM25 random") ;;
+      dcsr_bm25x2) config=dcsr; extra=(--set "negatives=+2 BM25 random") ;;
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
