@@ -18,6 +18,7 @@ Runs are ``NAME[:key=value,...]`` over the README recipe; ``data=train_meq`` tra
     --run "qq_mb1:data=train_meq,epochs=1,qq_form=infonce,meq_per_batch=1"  # fewer groups: 4 cost 1.2 top-1 on CPU
     --run "qq:data=train_meq,epochs=1,qq_form=infonce"                  # shuffled batches, the reference
     --run "bm25x2:epochs=1,negatives=+2 BM25 random" --run "bm25x1:epochs=1,negatives=+1 BM25 random"
+    --run epoch1 --run "hard:hard_of=epoch1,epochs=1"   # DCSR-hard: epoch1's towers mine the negatives, retrain
 
 Evaluation (``run``): the benchmark's corpus (every SQuAD v1.1 paragraph, sentence-split as the
 retriever splits it), every dev question, exact top-3,000 sentence search on the GPU and HasAns
@@ -58,6 +59,9 @@ RECIPE = dict(
 KS = (1, 5, 20, 100)
 CONTRAST = Path("data/meq_dev")  # build-contrast-set output, packed beside the records
 PART = 15 * 2**20
+# run-spec keys read here, not by TrainConfig: data=NAME (train file), hard_of=RUN (DCSR-hard: that
+# earlier run's towers mine the negatives), hard_keep=N (negatives kept per question), from=RUN (start there)
+OWN_KEYS = ("data", "hard_of", "hard_keep", "from")
 
 
 def pack(out: Path) -> None:
@@ -136,7 +140,7 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     import numpy as np
     import torch
 
-    encoder, hasans, metrics, _ = import_core()
+    encoder, _, metrics, _ = import_core()
     passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
     query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
     start = time.perf_counter()
@@ -144,19 +148,7 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     encoded = time.perf_counter() - start
     owner = np.repeat(np.arange(len(passages)), [len(s) for s in passages])
     texts = [" ".join(s) for s in passages]
-    temperature = passage_tower.config.temperature
-
-    def rank(texts_to_ask):  # per question: (passage index, HasAns) of the top 100
-        query_vectors = query_tower.encode(texts_to_ask, batch_size=512)
-        out = []
-        for begin in range(0, len(texts_to_ask), 512):
-            q = torch.from_numpy(query_vectors[begin : begin + 512]).to(device)
-            scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
-            for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
-                result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
-                out.append(list(zip(result.passages[:100].tolist(), (-result.log_none[:100]).tolist())))
-        return out
-
+    rank = hasans_ranker(query_tower, vectors, owner, passage_tower.config.temperature)
     ranked = [[texts[p] for p, _ in row] for row in rank([q for q, _ in questions])]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
     report = {
@@ -170,6 +162,57 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     if contrast is not None:
         report["contrast"] = contrast_metrics(contrast, rank, query_tower, vectors.cpu().numpy(), owner, order, texts)
     return report, ranks
+
+
+def hasans_ranker(query_tower, vectors, owner, temperature: float, top: int = 100):
+    """questions -> per question the top passages as (passage index, HasAns): exact top-3,000 sentence
+    search over ``vectors`` (on their device) and HasAns over ``owner`` (passage index per sentence)."""
+    import torch
+
+    _, hasans, _, _ = import_core()
+
+    def rank(texts_to_ask):
+        query_vectors = query_tower.encode(texts_to_ask, batch_size=512)
+        out = []
+        for begin in range(0, len(texts_to_ask), 512):
+            q = torch.from_numpy(query_vectors[begin : begin + 512]).to(vectors.device)
+            scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
+            for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
+                result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
+                out.append(list(zip(result.passages[:top].tolist(), (-result.log_none[:top]).tolist())))
+        return out
+
+    return rank
+
+
+def mine_dense(run_dir: Path, records_file: Path, corpus: dict, out: Path, device: str, keep: int = 10) -> Path:
+    """The DCSR-hard round's data: every record's hard negatives replaced by the first ``keep`` passages
+    of ``run_dir``'s towers (over every packed passage, ranked as served) that are not a positive and hold
+    no answer; the rule of ``mine-dense``, without Haystack. MEQ records keep their own negatives."""
+    import numpy as np
+    import torch
+
+    encoder, _, _, _ = import_core()
+    from haystack_dcsr.splitting import SentenceSplitter
+    from haystack_dcsr.training.data import Passage, answerless_negatives, load_records, write_records
+
+    records = load_records(records_file).records
+    ids = list(corpus)
+    splitter = SentenceSplitter()
+    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in ids]
+    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
+    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
+    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
+    owner = np.repeat(np.arange(len(passages)), [len(p) for p in passages])
+    rank = hasans_ranker(query_tower, vectors, owner, passage_tower.config.temperature, top=keep + 20)
+    normalized = {}
+    for record, row in zip(records, rank([r.question for r in records])):
+        ranked = (Passage(title=corpus[ids[i]][0], text=corpus[ids[i]][1], passage_id=ids[i]) for i, _ in row)
+        record.hard_negatives = answerless_negatives(record, ranked, keep, normalized)
+    write_records(records, out)
+    del vectors
+    torch.cuda.empty_cache()
+    return out
 
 
 def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) -> dict:
@@ -304,12 +347,21 @@ def run(args) -> None:
     base = fp32_copy(args.base, workdir / "base")
     for spec in args.run:
         name, _, settings = spec.partition(":")
-        overrides = [item for item in settings.split(",") if item and not item.startswith("data=")]
-        data = next((item[len("data=") :] for item in settings.split(",") if item.startswith("data=")), "train")
-        train_file = train_files[data]
+        own = {k: v for k, _, v in (item.partition("=") for item in settings.split(",")) if k in OWN_KEYS}
+        overrides = [item for item in settings.split(",") if item and item.partition("=")[0] not in OWN_KEYS]
+        train_file = train_files[own.get("data", "train")]
+        if "hard_of" in own:  # DCSR-hard: negatives mined by an earlier run's towers, then trained again
+            train_file = mine_dense(
+                workdir / own["hard_of"] / "last",
+                train_file,
+                corpus,
+                workdir / f"{name}_hard.jsonl",
+                device,
+                keep=int(own.get("hard_keep", 10)),
+            )
         values = dict(
             RECIPE,
-            base_model=str(base),
+            base_model=str(workdir / own["from"] / "last" if "from" in own else base),
             train_file=str(train_file),
             dev_file=str(dev_file),
             output_dir=str(workdir / name),
@@ -327,7 +379,8 @@ def run(args) -> None:
             steps=history[-1]["step"] if history else 0,
             first_loss=round(sum(h["loss"] for h in history[:10]) / max(1, len(history[:10])), 4),
             last_loss=round(sum(h["loss"] for h in history[-10:]) / max(1, len(history[-10:])), 4),
-            data=data,
+            data=own.get("data", "train"),
+            **{k: own[k] for k in ("hard_of", "from") if k in own},
             settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")},
         )
         report["runs"][name] = result

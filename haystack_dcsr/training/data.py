@@ -20,9 +20,9 @@ import json
 import logging
 import zlib
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from haystack_dcsr.metrics import has_answer
+from haystack_dcsr.metrics import contains_answer, has_answer, normalize_for_matching
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,26 @@ class Record:
         if self.negative_questions:
             out["negative_questions"] = [q.to_json() for q in self.negative_questions]
         return out
+
+
+def answerless_negatives(
+    record: Record, ranked: Iterable[Passage], keep: int, normalized: Optional[Dict[str, str]] = None
+) -> List[Passage]:
+    """The first ``keep`` of a retriever's ``ranked`` passages that are not a positive of ``record``
+    and hold none of its answers: the hard-negative rule of DPR's recipe, shared by BM25 and dense
+    (DCSR-hard) mining. ``normalized`` caches passage texts by key across records."""
+    normalized = {} if normalized is None else normalized
+    positives = {p.key for p in record.positives}
+    answers = [normalize_for_matching(a) for a in record.answers]
+    chosen = []
+    for passage in ranked:
+        if len(chosen) == keep:
+            break
+        if passage.key not in normalized:
+            normalized[passage.key] = normalize_for_matching(passage.text)
+        if passage.key not in positives and not contains_answer(normalized[passage.key], answers):
+            chosen.append(passage)
+    return chosen
 
 
 @dataclasses.dataclass

@@ -18,8 +18,7 @@ from haystack.schema import Document
 from tqdm.auto import tqdm
 
 from haystack_dcsr.bm25 import SparseBM25DocumentStore
-from haystack_dcsr.metrics import contains_answer, normalize_for_matching
-from haystack_dcsr.training.data import Passage, Record
+from haystack_dcsr.training.data import Passage, Record, answerless_negatives
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def mine_hard_negatives(
     done = _count_lines(output)
     if done > len(records):
         raise ValueError(f"{output} holds {done} records but only {len(records)} were given: wrong output file?")
-    normalized = {}  # passage id -> normalised text, computed once per passage
+    normalized = {}  # passage key -> normalised text, computed once per passage
     output.parent.mkdir(parents=True, exist_ok=True)
     with (
         output.open("a", encoding="utf-8") as handle,
@@ -79,15 +78,8 @@ def mine_hard_negatives(
             chunk = records[start : start + batch_size]
             hits = retriever.retrieve_batch([r.question for r in chunk], top_k=top_k)
             for record, documents in zip(chunk, hits):
-                positives = {p.key for p in record.positives}
-                answers = [normalize_for_matching(a) for a in record.answers]
-                negatives = []
-                for doc in documents:
-                    if doc.id not in normalized:
-                        normalized[doc.id] = normalize_for_matching(doc.content)
-                    if doc.id not in positives and not contains_answer(normalized[doc.id], answers):
-                        negatives.append(Passage(title=doc.meta.get("title", ""), text=doc.content, passage_id=doc.id))
-                record.hard_negatives = negatives[:keep]
+                ranked = (Passage(title=d.meta.get("title", ""), text=d.content, passage_id=d.id) for d in documents)
+                record.hard_negatives = answerless_negatives(record, ranked, keep, normalized)
                 handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
             handle.flush()
             bar.update(len(chunk))

@@ -4,7 +4,15 @@ import json
 import pytest
 
 from haystack_dcsr.training.cli import main
-from haystack_dcsr.training.data import DataError, load_records, squad_to_records, write_records
+from haystack_dcsr.training.data import (
+    DataError,
+    Passage,
+    Record,
+    answerless_negatives,
+    load_records,
+    squad_to_records,
+    write_records,
+)
 
 
 def write(path, records, jsonl=True):
@@ -89,3 +97,19 @@ def test_squad_conversion_round_trips(tmp_path):
     assert load_records(tmp_path / "out.jsonl").records[0].question == "Who wrote the first program?"
     main(["convert-squad", str(path), str(tmp_path / "cli.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl")])
     assert json.loads((tmp_path / "corpus.jsonl").read_text())["passage_id"] == "0-0"
+
+
+def test_hard_negatives_skip_positives_and_answer_passages_in_rank_order():
+    gold = Passage("A", "Ada Lovelace wrote it.", "gold")
+    ranked = [
+        gold,
+        Passage("B", "Written by ada  LOVELACE, they say.", "b"),  # the answer, normalised
+        Passage("C", "Babbage built the engine.", "c"),
+        Passage("D", "Lovelace alone is not the answer.", "d"),
+        Passage("E", "Another passage.", "e"),
+    ]
+    record = Record(question="who wrote it?", answers=["Ada Lovelace"], positives=[gold])
+    cache = {}
+    assert [p.key for p in answerless_negatives(record, ranked, keep=2, normalized=cache)] == ["c", "d"]
+    assert set(cache) == {"gold", "b", "c", "d"}  # stops reading once it has enough
+    assert [p.key for p in answerless_negatives(record, ranked, keep=10, normalized=cache)] == ["c", "d", "e"]

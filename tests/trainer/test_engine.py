@@ -15,7 +15,7 @@ from haystack.schema import Document
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.training.config import TrainConfig
-from haystack_dcsr.training.data import load_records
+from haystack_dcsr.training.data import load_records, write_records
 from haystack_dcsr.training.engine import Trainer
 from haystack_dcsr.training.mining import mine_with_retriever
 from haystack_dcsr.training.samples import batches, make_batch
@@ -124,6 +124,29 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
     for m in mined:
         assert 1 <= len(m.hard_negatives) <= 3
         assert all(n.key != m.positives[0].key and m.answers[0] not in n.text for n in m.hard_negatives)
+
+
+def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(trained, tmp_path):
+    """benchmarks/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
+    its DCSR-hard negatives must be the ones the served retriever picks through ``mine-dense``."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_train", Path(__file__).parents[2] / "benchmarks" / "gpu_train.py"
+    )
+    gpu_train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_train)
+    _, records, _, _, _, run = trained
+    fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
+    write_records(fresh, tmp_path / "train.jsonl")
+    corpus = {r.positives[0].key: [r.positives[0].title, r.positives[0].text] for r in records}
+    gpu_train.mine_dense(run / "last", tmp_path / "train.jsonl", corpus, tmp_path / "gpu.jsonl", "cpu", keep=3)
+    mine_with_retriever(run / "last", fresh, [r.positives[0] for r in records], tmp_path / "served.jsonl", keep=3)
+    by_gpu, served = (load_records(tmp_path / name).records for name in ("gpu.jsonl", "served.jsonl"))
+    assert [[n.key for n in r.hard_negatives] for r in by_gpu] == [[n.key for n in r.hard_negatives] for r in served]
+    assert all(len(r.hard_negatives) == 3 for r in by_gpu)
+    assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in by_gpu for n in r.hard_negatives)
 
 
 def test_a_second_round_trains_from_the_first_rounds_model_directory(trained, tmp_path):
