@@ -25,6 +25,10 @@ systems=(
 [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=("DCSR, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_meq_mb/last")
 [ -d runs/cpu_dcsr_qq_mb1/last ] && systems+=("DCSR+QQ, MEQ-centred batches, 1 group=dcsr:runs/cpu_dcsr_qq_mb1/last")
 [ -d runs/cpu_dcsr_meq_mb1/last ] && systems+=("DCSR, MEQ-centred batches, 1 group, QQ off=dcsr:runs/cpu_dcsr_meq_mb1/last")
+# the <sent> marker's recipe and the paper's negative-sampling ablation (train_cpu.sh dcsr_marker dcsr_bm25x2 dcsr_bm25x1)
+[ -d runs/cpu_dcsr_marker/last ] && systems+=("DCSR-ft, <sent> marker (its recipe)=dcsr:runs/cpu_dcsr_marker/last")
+[ -d runs/cpu_dcsr_bm25x2/last ] && systems+=("DCSR-ft, +2 BM25 random=dcsr:runs/cpu_dcsr_bm25x2/last")
+[ -d runs/cpu_dcsr_bm25x1/last ] && systems+=("DCSR-ft, +1 BM25 random=dcsr:runs/cpu_dcsr_bm25x1/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
 for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-centred, QQ off)|DCSR, MEQ-centred batches, QQ off"; do
   label=${pair%%|*}; dense=${pair#*|}
