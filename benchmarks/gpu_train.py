@@ -137,18 +137,13 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample;
     with ``contrast`` (pairs, ranking) the MEQ contrast set's metrics, as benchmarks/squad_open.py
     reports them (``order``: the passages' ids)."""
-    import numpy as np
-    import torch
 
-    encoder, _, metrics, _ = import_core()
-    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
-    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
+    _, _, metrics, _ = import_core()
     start = time.perf_counter()
-    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
+    query_tower, vectors, owner = index_corpus(run_dir, passages, device)
     encoded = time.perf_counter() - start
-    owner = np.repeat(np.arange(len(passages)), [len(s) for s in passages])
     texts = [" ".join(s) for s in passages]
-    rank = hasans_ranker(query_tower, vectors, owner, passage_tower.config.temperature)
+    rank = hasans_ranker(query_tower, vectors, owner)
     ranked = [[texts[p] for p, _ in row] for row in rank([q for q, _ in questions])]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
     report = {
@@ -164,12 +159,35 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     return report, ranks
 
 
-def hasans_ranker(query_tower, vectors, owner, temperature: float, top: int = 100):
+def sentences_of(corpus: dict, ids) -> list:
+    """Each passage of ``ids`` as its sentences, split as the retriever splits them."""
+    from haystack_dcsr.splitting import SentenceSplitter
+
+    splitter = SentenceSplitter()
+    return [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in ids]
+
+
+def index_corpus(run_dir: Path, passages, device: str):
+    """``run_dir``'s query tower, its passage tower's sentence vectors of ``passages`` (on ``device``),
+    and each vector's passage index."""
+    import numpy as np
+    import torch
+
+    encoder, _, _, _ = import_core()
+    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
+    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
+    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
+    return query_tower, vectors, np.repeat(np.arange(len(passages)), [len(s) for s in passages])
+
+
+def hasans_ranker(query_tower, vectors, owner, top: int = 100):
     """questions -> per question the top passages as (passage index, HasAns): exact top-3,000 sentence
-    search over ``vectors`` (on their device) and HasAns over ``owner`` (passage index per sentence)."""
+    search over ``vectors`` (on their device) and HasAns over ``owner`` (passage index per sentence), at
+    the towers' temperature."""
     import torch
 
     _, hasans, _, _ = import_core()
+    temperature = query_tower.config.temperature
 
     def rank(texts_to_ask):
         query_vectors = query_tower.encode(texts_to_ask, batch_size=512)
@@ -185,26 +203,20 @@ def hasans_ranker(query_tower, vectors, owner, temperature: float, top: int = 10
     return rank
 
 
-def mine_dense(run_dir: Path, records_file: Path, corpus: dict, out: Path, device: str, keep: int = 10) -> Path:
+def mine_dense(
+    run_dir: Path, records_file: Path, corpus: dict, ids, passages, out: Path, device: str, keep: int = 10
+) -> Path:
     """The DCSR-hard round's data: every record's hard negatives replaced by the first ``keep`` passages
-    of ``run_dir``'s towers (over every packed passage, ranked as served) that are not a positive and hold
-    no answer; the rule of ``mine-dense``, without Haystack. MEQ records keep their own negatives."""
-    import numpy as np
+    of ``run_dir``'s towers (over the passages ``ids``, split as ``passages``, ranked as served) that are
+    not a positive and hold no answer; the rule of ``mine-dense``, without Haystack. MEQ records keep
+    their own negatives."""
     import torch
 
-    encoder, _, _, _ = import_core()
-    from haystack_dcsr.splitting import SentenceSplitter
     from haystack_dcsr.training.data import Passage, answerless_negatives, load_records, write_records
 
     records = load_records(records_file).records
-    ids = list(corpus)
-    splitter = SentenceSplitter()
-    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in ids]
-    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
-    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
-    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
-    owner = np.repeat(np.arange(len(passages)), [len(p) for p in passages])
-    rank = hasans_ranker(query_tower, vectors, owner, passage_tower.config.temperature, top=keep + 20)
+    query_tower, vectors, owner = index_corpus(run_dir, passages, device)
+    rank = hasans_ranker(query_tower, vectors, owner, top=keep + 20)
     normalized = {}
     for record, row in zip(records, rank([r.question for r in records])):
         ranked = (Passage(title=corpus[ids[i]][0], text=corpus[ids[i]][1], passage_id=ids[i]) for i, _ in row)
@@ -296,6 +308,24 @@ def fp32_copy(base: Path, target: Path) -> Path:
     return target
 
 
+def parse_runs(specs, train_files) -> list:
+    """``NAME[:key=value,...]`` specs as (name, own keys, TrainConfig overrides); ``data``, ``hard_of`` and
+    ``from`` must name a packed file and runs earlier in the list."""
+    parsed = []
+    for spec in specs:
+        name, _, settings = spec.partition(":")
+        items = [item for item in settings.split(",") if item]
+        own = {k: v for k, _, v in (item.partition("=") for item in items) if k in OWN_KEYS}
+        if own.get("data", "train") not in train_files:
+            raise ValueError(f"run {name!r}: data={own['data']} is not packed (have: {', '.join(sorted(train_files))})")
+        earlier = [n for n, _, _ in parsed]
+        for key in ("hard_of", "from"):
+            if key in own and own[key] not in earlier:
+                raise ValueError(f"run {name!r}: {key}={own[key]} is not a run before it (earlier: {earlier})")
+        parsed.append((name, own, [item for item in items if item.partition("=")[0] not in OWN_KEYS]))
+    return parsed
+
+
 def run(args) -> None:
     import torch
 
@@ -313,11 +343,9 @@ def run(args) -> None:
         if path.name not in ("dev.jsonl.gz",)
     }  # train (BM25 negatives), train_meq (+ MEQs and paraphrases) when packed; a run picks one by data=NAME
     dev_file = unpacked_records(args.data, "dev", workdir)
-    from haystack_dcsr.splitting import SentenceSplitter
-
+    specs = parse_runs(args.run, train_files)  # before any training: a bad spec fails in seconds, not after a run
     corpus = json.load(gzip.open(args.data / "corpus.json.gz", "rt"))
     dev = json.load(gzip.open(args.data / "dev_questions.json.gz", "rt"))
-    splitter = SentenceSplitter()
     order, questions = dev["order"], dev["questions"]
     contrast = None
     if (args.data / "pairs.jsonl").is_file():
@@ -338,23 +366,22 @@ def run(args) -> None:
             contrast = (pairs, rows)
             keep |= {c for r in rows for c in r["candidates"]} | {p[g] for p in pairs for g in ("gold", "meq_gold")}
         order = [pid for pid in order if pid in keep]
-    passages = [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in order]
+    passages = sentences_of(corpus, order)
     report = {
         "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
         "torch": torch.__version__,
         "runs": {},
     }
     base = fp32_copy(args.base, workdir / "base")
-    for spec in args.run:
-        name, _, settings = spec.partition(":")
-        own = {k: v for k, _, v in (item.partition("=") for item in settings.split(",")) if k in OWN_KEYS}
-        overrides = [item for item in settings.split(",") if item and item.partition("=")[0] not in OWN_KEYS]
+    for name, own, overrides in specs:
         train_file = train_files[own.get("data", "train")]
-        if "hard_of" in own:  # DCSR-hard: negatives mined by an earlier run's towers, then trained again
+        if "hard_of" in own:  # DCSR-hard: an earlier run's towers mine the negatives over the benchmark corpus
             train_file = mine_dense(
                 workdir / own["hard_of"] / "last",
                 train_file,
                 corpus,
+                order,
+                passages,
                 workdir / f"{name}_hard.jsonl",
                 device,
                 keep=int(own.get("hard_keep", 10)),

@@ -141,12 +141,26 @@ def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(tra
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
     write_records(fresh, tmp_path / "train.jsonl")
     corpus = {r.positives[0].key: [r.positives[0].title, r.positives[0].text] for r in records}
-    gpu_train.mine_dense(run / "last", tmp_path / "train.jsonl", corpus, tmp_path / "gpu.jsonl", "cpu", keep=3)
+    ids = list(corpus)
+    passages = gpu_train.sentences_of(corpus, ids)
+    gpu_train.mine_dense(
+        run / "last", tmp_path / "train.jsonl", corpus, ids, passages, tmp_path / "gpu.jsonl", "cpu", 3
+    )
     mine_with_retriever(run / "last", fresh, [r.positives[0] for r in records], tmp_path / "served.jsonl", keep=3)
     by_gpu, served = (load_records(tmp_path / name).records for name in ("gpu.jsonl", "served.jsonl"))
     assert [[n.key for n in r.hard_negatives] for r in by_gpu] == [[n.key for n in r.hard_negatives] for r in served]
     assert all(len(r.hard_negatives) == 3 for r in by_gpu)
     assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in by_gpu for n in r.hard_negatives)
+    # run specs are checked before anything trains: DCSR-hard needs an earlier run, data a packed file
+    files = {"train": None, "train_meq": None}
+    assert gpu_train.parse_runs(["epoch1", "hard:hard_of=epoch1,hard_keep=5,epochs=1"], files) == [
+        ("epoch1", {}, []),
+        ("hard", {"hard_of": "epoch1", "hard_keep": "5"}, ["epochs=1"]),
+    ]
+    with pytest.raises(ValueError, match=r"run 'hard': hard_of=epoch1 is not a run before it"):
+        gpu_train.parse_runs(["hard:hard_of=epoch1", "epoch1"], files)
+    with pytest.raises(ValueError, match=r"run 'qq': data=train_mq is not packed \(have: train, train_meq\)"):
+        gpu_train.parse_runs(["qq:data=train_mq"], files)
 
 
 def test_a_second_round_trains_from_the_first_rounds_model_directory(trained, tmp_path):
