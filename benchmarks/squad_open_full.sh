@@ -29,6 +29,10 @@ systems=(
 [ -d runs/cpu_dcsr_marker/last ] && systems+=("DCSR-ft, <sent> marker (its recipe)=dcsr:runs/cpu_dcsr_marker/last")
 [ -d runs/cpu_dcsr_bm25x2/last ] && systems+=("DCSR-ft, +2 BM25 random=dcsr:runs/cpu_dcsr_bm25x2/last")
 [ -d runs/cpu_dcsr_bm25x1/last ] && systems+=("DCSR-ft, +1 BM25 random=dcsr:runs/cpu_dcsr_bm25x1/last")
+# the DCSR-hard round (train_cpu.sh dcsr_hard: a first-round run mines, a second model trains from the base)
+[ -d runs/cpu_dcsr_hard_by_dcsr/last ] && systems+=("DCSR-hard (mined by DCSR-ft)=dcsr:runs/cpu_dcsr_hard_by_dcsr/last")
+[ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
+  "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
 for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-centred, QQ off)|DCSR, MEQ-centred batches, QQ off"; do
   label=${pair%%|*}; dense=${pair#*|}

@@ -15,14 +15,19 @@
 # dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
 # The paper's negative-sampling ablation (dcsr is "+1 in-passage +1 BM25 random"): dcsr_bm25x1
 # ("+1 BM25 random") and dcsr_bm25x2 ("+2 BM25 random").
+# dcsr_hard: the DCSR-hard round, DCSR-ft's recipe from the base model on negatives that a first-round run mines
+# (MINER=cpu_dcsr by default, i.e. mode dcsr run first): its top 30 passages without an answer, 10 kept
+# (data/squad_train_hard_$MINER.jsonl, mined once); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}.
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
+MINER=${MINER:-cpu_dcsr}
 RESTART=$([[ "${RESUME:-0}" == 1 ]] && echo "" || echo "--no-resume")
 COMMON=(${RESTART} --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
 for mode in "${@:-dcsr dpr}"; do
   for m in $mode; do
+    name=$m
     case "$m" in
       dcsr_qq_os)  config=dcsr_qq; extra=(--set meq_oversample=5) ;;
       dcsr_meq)    config=dcsr_qq; extra=(--set qq_form=null) ;;
@@ -36,9 +41,13 @@ for mode in "${@:-dcsr dpr}"; do
                                        --set marker_warmup_steps=20) ;;
       dcsr_bm25x1) config=dcsr; extra=(--set "negatives=+1 BM25 random") ;;
       dcsr_bm25x2) config=dcsr; extra=(--set "negatives=+2 BM25 random") ;;
+      dcsr_hard)   config=dcsr; extra=(--set train_file="data/squad_train_hard_${MINER}.jsonl")
+                   name="dcsr_hard_by_${MINER#cpu_}"
+                   [[ -f "data/squad_train_hard_${MINER}.jsonl" ]] || .venv/bin/python benchmarks/gpu_train.py mine \
+                     "runs/${MINER}/last" data/squad_train_bm25.jsonl data/corpus.jsonl "data/squad_train_hard_${MINER}.jsonl" ;;
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
-      --set output_dir="runs/cpu_${m}${SUFFIX}"
+      --set output_dir="runs/cpu_${name}${SUFFIX}"
   done
 done

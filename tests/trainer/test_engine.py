@@ -147,8 +147,17 @@ def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(tra
         run / "last", tmp_path / "train.jsonl", corpus, ids, passages, tmp_path / "gpu.jsonl", "cpu", 3
     )
     mine_with_retriever(run / "last", fresh, [r.positives[0] for r in records], tmp_path / "served.jsonl", keep=3)
-    by_gpu, served = (load_records(tmp_path / name).records for name in ("gpu.jsonl", "served.jsonl"))
+    # the CPU entry point (`gpu_train.py mine`) reads the corpus JSONL that convert-squad writes
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"title": t, "text": x, "passage_id": k}) + "\n" for k, (t, x) in corpus.items())
+    )
+    paths = (str(tmp_path / name) for name in ("train.jsonl", "corpus.jsonl", "cli.jsonl"))
+    gpu_train.main(["mine", str(run / "last"), *paths, "--keep", "3"])
+    by_gpu, served, by_cli = (
+        load_records(tmp_path / name).records for name in ("gpu.jsonl", "served.jsonl", "cli.jsonl")
+    )
     assert [[n.key for n in r.hard_negatives] for r in by_gpu] == [[n.key for n in r.hard_negatives] for r in served]
+    assert [[n.key for n in r.hard_negatives] for r in by_cli] == [[n.key for n in r.hard_negatives] for r in served]
     assert all(len(r.hard_negatives) == 3 for r in by_gpu)
     assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in by_gpu for n in r.hard_negatives)
     # run specs are checked before anything trains: DCSR-hard needs an earlier run, data a packed file
