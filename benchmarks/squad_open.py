@@ -194,8 +194,16 @@ def load_benchmark(args: argparse.Namespace) -> Benchmark:
     needed = {pid for row in ranking for pid in row["candidates"]} | {p[g] for p in pairs for g in ("gold", "meq_gold")}
     passages, questions = load_squad(args.data, args.passages, args.questions, args.seed, keep=needed)
     texts = {d.id: d.content for d in passages}
-    fingerprint = hashlib.sha1(json.dumps([questions, sorted(texts), pairs]).encode()).hexdigest()[:12]
-    return Benchmark(passages, questions, texts, pairs, ranking, fingerprint)
+    return Benchmark(passages, questions, texts, pairs, ranking, benchmark_fingerprint(questions, texts, pairs))
+
+
+def benchmark_fingerprint(questions: list, texts: Dict[str, str], pairs: List[Dict]) -> str:
+    """What a cached ranking or a report row was measured on: questions, passage ids and contrast pairs.
+
+    A pair's MiniLM cosine is left out: no metric reads it, and float rounding moves its last digits
+    between machines, which would otherwise orphan every system measured on another one."""
+    evaluated = [{k: v for k, v in pair.items() if k != "cosine"} for pair in pairs]
+    return hashlib.sha1(json.dumps([questions, sorted(texts), evaluated]).encode()).hexdigest()[:12]
 
 
 def main() -> None:
