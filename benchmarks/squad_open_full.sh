@@ -30,7 +30,12 @@ systems=(
 [ -d runs/cpu_dcsr_bm25x2/last ] && systems+=("DCSR-ft, +2 BM25 random=dcsr:runs/cpu_dcsr_bm25x2/last")
 [ -d runs/cpu_dcsr_bm25x1/last ] && systems+=("DCSR-ft, +1 BM25 random=dcsr:runs/cpu_dcsr_bm25x1/last")
 # the DCSR-hard round (train_cpu.sh dcsr_hard: a first-round run mines, a second model trains from the base)
-[ -d runs/cpu_dcsr_hard_by_dcsr/last ] && systems+=("DCSR-hard (mined by DCSR-ft)=dcsr:runs/cpu_dcsr_hard_by_dcsr/last")
+[ -d runs/cpu_dcsr_hard_by_dcsr/last ] && systems+=("DCSR-hard (mined by DCSR-ft)=dcsr:runs/cpu_dcsr_hard_by_dcsr/last"
+  "Hybrid DCSR-hard (mined by DCSR-ft) + BM25=hybrid:DCSR-hard (mined by DCSR-ft)+BM25"
+  "Hybrid DCSR-hard (mined by DCSR-ft) + BM25, HasAns as is=hybrid-hasans:DCSR-hard (mined by DCSR-ft)+BM25")
+# DCSR-hard's negatives with MEQ-centred QQ (train_cpu.sh dcsr_hard_qq_mb)
+[ -d runs/cpu_dcsr_hard_by_dcsr_qq_mb/last ] && systems+=(
+  "DCSR-hard + QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_hard_by_dcsr_qq_mb/last")
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability

@@ -18,6 +18,8 @@
 # dcsr_hard: the DCSR-hard round, DCSR-ft's recipe from the base model on negatives that a first-round run mines
 # (MINER=cpu_dcsr by default, i.e. mode dcsr run first): its top 30 passages without an answer, 10 kept
 # (data/squad_train_hard_$MINER.jsonl, mined once); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}.
+# dcsr_hard_qq_mb: DCSR-hard's negatives with MEQ-centred QQ (dcsr_qq_mb's settings; the MEQ file is built from the
+# mined one, data/squad_train_hard_${MINER}_meq.jsonl); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}_qq_mb.
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -25,6 +27,10 @@ MINER=${MINER:-cpu_dcsr}
 RESTART=$([[ "${RESUME:-0}" == 1 ]] && echo "" || echo "--no-resume")
 COMMON=(${RESTART} --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
+mine_hard() {  # the DCSR-hard negatives of run $MINER, mined once
+  [[ -f "data/squad_train_hard_${MINER}.jsonl" ]] || .venv/bin/python benchmarks/gpu_train.py mine \
+    "runs/${MINER}/last" data/squad_train_bm25.jsonl data/corpus.jsonl "data/squad_train_hard_${MINER}.jsonl"
+}
 for mode in "${@:-dcsr dpr}"; do
   for m in $mode; do
     name=$m
@@ -43,8 +49,12 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_bm25x2) config=dcsr; extra=(--set "negatives=+2 BM25 random") ;;
       dcsr_hard)   config=dcsr; extra=(--set train_file="data/squad_train_hard_${MINER}.jsonl")
                    name="dcsr_hard_by_${MINER#cpu_}"
-                   [[ -f "data/squad_train_hard_${MINER}.jsonl" ]] || .venv/bin/python benchmarks/gpu_train.py mine \
-                     "runs/${MINER}/last" data/squad_train_bm25.jsonl data/corpus.jsonl "data/squad_train_hard_${MINER}.jsonl" ;;
+                   mine_hard ;;
+      dcsr_hard_qq_mb) config=dcsr_qq; extra=(--set train_file="data/squad_train_hard_${MINER}_meq.jsonl" --set meq_per_batch=4)
+                   name="dcsr_hard_by_${MINER#cpu_}_qq_mb"
+                   mine_hard
+                   [[ -f "data/squad_train_hard_${MINER}_meq.jsonl" ]] || .venv/bin/python -m haystack_dcsr.training \
+                     build-meq-augmentation "data/squad_train_hard_${MINER}.jsonl" "data/squad_train_hard_${MINER}_meq.jsonl" ;;
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \
