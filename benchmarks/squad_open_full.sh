@@ -33,9 +33,13 @@ systems=(
 [ -d runs/cpu_dcsr_hard_by_dcsr/last ] && systems+=("DCSR-hard (mined by DCSR-ft)=dcsr:runs/cpu_dcsr_hard_by_dcsr/last"
   "Hybrid DCSR-hard (mined by DCSR-ft) + BM25=hybrid:DCSR-hard (mined by DCSR-ft)+BM25"
   "Hybrid DCSR-hard (mined by DCSR-ft) + BM25, HasAns as is=hybrid-hasans:DCSR-hard (mined by DCSR-ft)+BM25")
-# DCSR-hard's negatives with MEQ-centred QQ (train_cpu.sh dcsr_hard_qq_mb)
+# DCSR-hard's negatives with MEQ-centred QQ and its QQ-off control (train_cpu.sh dcsr_hard_qq_mb dcsr_hard_meq_mb)
 [ -d runs/cpu_dcsr_hard_by_dcsr_qq_mb/last ] && systems+=(
-  "DCSR-hard + QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_hard_by_dcsr_qq_mb/last")
+  "DCSR-hard + QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_hard_by_dcsr_qq_mb/last"
+  "Hybrid DCSR-hard + QQ (MEQ-centred) + BM25=hybrid:DCSR-hard + QQ, MEQ-centred batches+BM25"
+  "Hybrid DCSR-hard + QQ (MEQ-centred) + BM25, HasAns as is=hybrid-hasans:DCSR-hard + QQ, MEQ-centred batches+BM25")
+[ -d runs/cpu_dcsr_hard_by_dcsr_meq_mb/last ] && systems+=(
+  "DCSR-hard, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_hard_by_dcsr_meq_mb/last")
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability

@@ -20,6 +20,7 @@
 # (data/squad_train_hard_$MINER.jsonl, mined once); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}.
 # dcsr_hard_qq_mb: DCSR-hard's negatives with MEQ-centred QQ (dcsr_qq_mb's settings; the MEQ file is built from the
 # mined one, data/squad_train_hard_${MINER}_meq.jsonl); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}_qq_mb.
+# dcsr_hard_meq_mb: its QQ-off control on the same file and batches (runs/cpu_dcsr_hard_by_${MINER#cpu_}_meq_mb).
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -50,8 +51,10 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_hard)   config=dcsr; extra=(--set train_file="data/squad_train_hard_${MINER}.jsonl")
                    name="dcsr_hard_by_${MINER#cpu_}"
                    mine_hard ;;
-      dcsr_hard_qq_mb) config=dcsr_qq; extra=(--set train_file="data/squad_train_hard_${MINER}_meq.jsonl" --set meq_per_batch=4)
-                   name="dcsr_hard_by_${MINER#cpu_}_qq_mb"
+      dcsr_hard_qq_mb|dcsr_hard_meq_mb)
+                   config=dcsr_qq; extra=(--set train_file="data/squad_train_hard_${MINER}_meq.jsonl" --set meq_per_batch=4)
+                   [[ "$m" == dcsr_hard_meq_mb ]] && extra+=(--set qq_form=null)
+                   name="dcsr_hard_by_${MINER#cpu_}_${m#dcsr_hard_}"
                    mine_hard
                    [[ -f "data/squad_train_hard_${MINER}_meq.jsonl" ]] || .venv/bin/python -m haystack_dcsr.training \
                      build-meq-augmentation "data/squad_train_hard_${MINER}.jsonl" "data/squad_train_hard_${MINER}_meq.jsonl" ;;
