@@ -99,8 +99,11 @@ def main() -> None:
         print(f"{mode}: top-1 by weight", {w: r["in_sample"][str(w)]["1"] for w in weights})
         print(f"{mode}: at 0.5 {r['at_0.5']}; cross-fitted {r['cross_fitted']}; vs 0.5 {r['cross_fitted_vs_0.5']}")
         for w, c in r["contrast"].items():
-            overlap = c["overlap"]["20"]
-            print(f"{mode}: contrast at {w}: own gold first {c['own_gold_first']}, top-20 overlap {overlap:.3f}")
+            first, overlap = c["own_gold_first"], c["overlap"]["20"]
+            print(
+                f"{mode}: contrast at {w}: own gold first q' {first['meq']:.3f} / q {first['q']:.3f}, "
+                f"top-20 overlap {overlap:.3f}"
+            )
     print("min-max vs as-is at 0.5:", report["min-max_vs_as-is_at_0.5"])
 
 

@@ -45,6 +45,8 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     fuse_rankings,
     load_contrast_set,
     markdown_table,
+    own_gold_paired_report,
+    own_gold_paired_table,
     pair_report,
     paired_report,
     paired_table,
@@ -293,9 +295,11 @@ def main() -> None:
     names = [name for name in report["systems"] if name in first_hits]
     report["paired"] = paired_report(first_hits, names)
     report["ranking_paired"] = ranking_paired_report(report["systems"])
+    report["own_gold_paired"] = own_gold_paired_report(report["systems"])
     args.out.write_text(json.dumps(report, indent=1))
     table = markdown_table(report) + "\n\n" + question_word_table(report) + "\n\n" + paired_table(report)
     table += "\n\n" + ranking_paired_table(report) if report["ranking_paired"] else ""
+    table += "\n\n" + own_gold_paired_table(report) if report["own_gold_paired"] else ""
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(
         accuracy_svg(

@@ -18,9 +18,10 @@ from haystack_dcsr.fusion import fuse
 from haystack_dcsr.meq import question_word, words
 from haystack_dcsr.metrics import (
     first_hit_ranks,
+    mcnemar_exact,
     mean_rank,
     mean_reciprocal_rank,
-    own_gold_first,
+    own_gold_wins,
     pair_hits,
     paired_rank_test,
     paired_sign_test,
@@ -140,7 +141,7 @@ def ranking_report(
 def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, str]) -> Dict:
     """Retrieval over the whole corpus for both questions of each pair: hit@k of q, of q', of both,
     the overlap of their top-k passages, and, for pairs whose gold passages differ, how often each
-    question ranks its own gold above the other's (``own_gold_first``)."""
+    question ranks its own gold above the other's (``own_gold_wins``)."""
     first = {}
     for role, key, answers in (("q", "question", "answers"), ("meq", "meq", "meq_answers")):
         first[role] = first_hit_ranks(
@@ -150,12 +151,16 @@ def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, 
     ids = {question: [pid for pid, _ in ranked] for question, ranked in ranked_of.items()}
     split = [p for p in pairs if p["gold"] != p["meq_gold"]]  # pairs whose answers live in different passages
     golds = [p["gold"] for p in split], [p["meq_gold"] for p in split]
+    wins = {
+        "meq": own_gold_wins([ids[p["meq"]] for p in split], golds[1], golds[0]),
+        "q": own_gold_wins([ids[p["question"]] for p in split], golds[0], golds[1]),
+    }
     return {
         "hits": {role: {str(k): v for k, v in values.items()} for role, values in hits.items()},
         "own_gold_first": {
-            "meq": own_gold_first([ids[p["meq"]] for p in split], golds[1], golds[0]),
-            "q": own_gold_first([ids[p["question"]] for p in split], golds[0], golds[1]),
+            **{role: float(np.mean(w)) if w else 0.0 for role, w in wins.items()},
             "pairs": len(split),
+            "wins": {role: [int(x) for x in w] for role, w in wins.items()},  # per pair: paired tests across systems
         },
         "overlap": {
             str(k): top_k_overlap([ids[p["question"]] for p in pairs], [ids[p["meq"]] for p in pairs], k)
@@ -184,6 +189,20 @@ def ranking_paired_report(systems: Dict[str, Dict]) -> Dict:
             for role in ("q", "meq")
         }
         for a, b in combinations(ranked, 2)
+    }
+
+
+def own_gold_paired_report(systems: Dict[str, Dict]) -> Dict:
+    """Exact McNemar tests of "own gold first", q' and q, for every pair of systems whose report keeps
+    the per-pair outcomes (reports written before ``pair_report`` kept them are skipped)."""
+    kept = {
+        name: r["contrast"]["own_gold_first"]["wins"]
+        for name, r in systems.items()
+        if "wins" in r.get("contrast", {}).get("own_gold_first", {})
+    }
+    return {
+        f"{a} vs {b}": {role: mcnemar_exact(kept[a][role], kept[b][role]) for role in ("meq", "q")}
+        for a, b in combinations(kept, 2)
     }
 
 
@@ -247,6 +266,13 @@ def ranking_paired_table(report: Dict) -> str:
     the Wilcoxon p of their reciprocal ranks, for q and for q'."""
     header = "| A vs B | MEQ ranking q: A / B better (p) | q': A / B better (p) |"
     return _tests_table(header, report.get("ranking_paired", {}), ("q", "meq"), ("a_better", "b_better"))
+
+
+def own_gold_paired_table(report: Dict) -> str:
+    """Every pair of systems with per-pair outcomes: contrast pairs where only A / only B ranks the
+    question's own gold first, and McNemar's p, for q' and for q."""
+    header = "| A vs B | own gold first q': only A / only B (p) | q: only A / only B (p) |"
+    return _tests_table(header, report.get("own_gold_paired", {}), ("meq", "q"), ("a_only", "b_only"))
 
 
 def question_word_table(report: Dict) -> str:

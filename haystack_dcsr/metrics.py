@@ -81,15 +81,20 @@ def top_k_by_group(
 
 
 def paired_sign_test(first_hits_a: Sequence[int], first_hits_b: Sequence[int], k: int) -> Dict[str, float]:
-    """Exact McNemar test of two systems' top-k hits on the same questions: only questions that one
-    system gets and the other misses count; two-sided p-value of that split under "no difference".
+    """Exact McNemar test of two systems' top-k hits on the same questions (``mcnemar_exact``).
     A 0.1-point gap on 10,570 questions can be noise; this says whether it is."""
     if len(first_hits_a) != len(first_hits_b):
         raise ValueError(f"{len(first_hits_a)} first-hit ranks against {len(first_hits_b)}")
-    hit_a = [0 < r <= k for r in first_hits_a]
-    hit_b = [0 < r <= k for r in first_hits_b]
-    a_only = sum(a and not b for a, b in zip(hit_a, hit_b))
-    b_only = sum(b and not a for a, b in zip(hit_a, hit_b))
+    return mcnemar_exact([0 < r <= k for r in first_hits_a], [0 < r <= k for r in first_hits_b])
+
+
+def mcnemar_exact(wins_a: Sequence[bool], wins_b: Sequence[bool]) -> Dict[str, float]:
+    """Exact McNemar test of two systems' successes on the same items: only items that one system
+    gets and the other misses count; two-sided p-value of that split under "no difference"."""
+    if len(wins_a) != len(wins_b):
+        raise ValueError(f"{len(wins_a)} outcomes against {len(wins_b)}")
+    a_only = sum(bool(a) and not b for a, b in zip(wins_a, wins_b))
+    b_only = sum(bool(b) and not a for a, b in zip(wins_a, wins_b))
     n = a_only + b_only
     # scipy's exact binomial test: the exact rational 2 * P(X <= min) to 1e-12 (tested), in milliseconds
     # where summing big-integer binomials takes seconds (benchmarks/binomtest_speed.py)
@@ -158,17 +163,22 @@ def top_k_overlap(ids_q: Sequence[Sequence[str]], ids_meq: Sequence[Sequence[str
 
 def own_gold_first(ranked_ids: Sequence[Sequence[str]], own: Sequence[str], other: Sequence[str]) -> float:
     """Share of questions whose own gold passage is retrieved and ranked above the other question's
-    gold (for an MEQ q': its gold above q's). A passage not retrieved ranks below every retrieved
-    one, so "neither retrieved" counts as a miss. Meant for pairs whose gold passages differ."""
+    gold (for an MEQ q': its gold above q's); see ``own_gold_wins``."""
+    wins = own_gold_wins(ranked_ids, own, other)
+    return float(np.mean(wins)) if wins else 0.0
+
+
+def own_gold_wins(ranked_ids: Sequence[Sequence[str]], own: Sequence[str], other: Sequence[str]) -> List[bool]:
+    """Per question: is its own gold passage retrieved and ranked above the other question's gold?
+    A passage not retrieved ranks below every retrieved one, so "neither retrieved" counts as a
+    miss. Meant for pairs whose gold passages differ; kept per pair so two systems can be paired."""
     if not (len(ranked_ids) == len(own) == len(other)):
         raise ValueError(f"{len(ranked_ids)} rankings, {len(own)} own and {len(other)} other gold passages")
-    if not len(ranked_ids):
-        return 0.0
     wins = []
     for ids, mine, theirs in zip(ranked_ids, own, other):
         position = {pid: i for i, pid in reversed(list(enumerate(ids)))}
         wins.append(mine in position and position[mine] < position.get(theirs, len(ids)))
-    return float(np.mean(wins))
+    return wins
 
 
 def query_contrast_accuracy(sim_positive: Sequence[float], sim_negative: Sequence[float]) -> float:

@@ -9,6 +9,8 @@ from haystack_dcsr.evaluation import (
     cross_fitted_weight,
     load_contrast_set,
     markdown_table,
+    own_gold_paired_report,
+    own_gold_paired_table,
     pair_report,
     paired_report,
     paired_table,
@@ -69,7 +71,7 @@ def test_ranking_and_pair_reports_follow_the_meq_paper():
         1 / 5
     )  # "x" shared, of k=5
     # q ranks its gold g first and g2 not at all; q' ranks g2 second but above g, which it never retrieves
-    assert pairs_out["own_gold_first"] == {"meq": 1.0, "q": 1.0, "pairs": 1}
+    assert pairs_out["own_gold_first"] == {"meq": 1.0, "q": 1.0, "pairs": 1, "wins": {"meq": [1], "q": [1]}}
 
 
 def test_tables_and_paired_tests(tmp_path):
@@ -124,3 +126,24 @@ def test_cross_fitted_weight_scores_each_fold_with_a_weight_chosen_on_the_others
     assert tied["weights"] == [0.6, 0.6] and tied["ranks"] == [1, 0, 1, 0]
     with pytest.raises(ValueError, match="one length"):
         cross_fitted_weight({0.2: [1, 2], 0.4: [1]})
+
+
+def test_own_gold_paired_report_pairs_systems_that_kept_outcomes():
+    def system(meq, q):
+        return {
+            "contrast": {
+                "own_gold_first": {"meq": sum(meq) / len(meq), "q": sum(q) / len(q), "wins": {"meq": meq, "q": q}}
+            }
+        }
+
+    systems = {
+        "A": system([1, 1, 1, 1, 1, 1, 0], [1, 0, 1, 0, 1, 0, 1]),
+        "B": system([0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 1, 0, 1]),
+        "old": {"contrast": {"own_gold_first": {"meq": 0.5, "q": 0.5, "pairs": 7}}},  # no outcomes: skipped
+        "bm25": {"top_k": {}},
+    }
+    paired = own_gold_paired_report(systems)
+    assert list(paired) == ["A vs B"]
+    assert paired["A vs B"]["meq"] == {"a_only": 6, "b_only": 0, "p_value": 2 / 64}
+    assert paired["A vs B"]["q"] == {"a_only": 1, "b_only": 1, "p_value": 1.0}
+    assert "| A vs B | 6 / 0 (0.031) | 1 / 1 (1) |" in own_gold_paired_table({"own_gold_paired": paired})

@@ -7,10 +7,12 @@ from haystack_dcsr.metrics import (
     answer_tokens,
     first_hit_ranks,
     has_answer,
+    mcnemar_exact,
     mean_rank,
     mean_reciprocal_rank,
     normalize_answer,
     own_gold_first,
+    own_gold_wins,
     pair_hits,
     paired_rank_test,
     paired_sign_test,
@@ -79,6 +81,7 @@ def test_own_gold_first_by_hand():
     own, other = ["mine"] * 5, ["theirs"] * 5
     # above / below / retrieved while the other is not / only the other retrieved / neither retrieved
     assert own_gold_first(ranked, own, other) == pytest.approx(2 / 5)
+    assert own_gold_wins(ranked, own, other) == [True, False, True, False, False]
     assert own_gold_first([], [], []) == 0.0
     with pytest.raises(ValueError, match="rankings"):
         own_gold_first([["a"]], ["a"], [])
@@ -122,6 +125,16 @@ def test_paired_sign_test_by_hand():
         assert got == pytest.approx(exact, rel=1e-12)
     with pytest.raises(ValueError, match="first-hit ranks"):
         paired_sign_test([1, 2], [1], 1)
+
+
+def test_mcnemar_exact_counts_only_discordant_items():
+    # items 0-4: A alone; item 5: B alone; items 6-7: both; item 8: neither -> 5 vs 1, 2 * (1 + 6) / 64
+    a = [1, 1, 1, 1, 1, 0, 1, 1, 0]
+    b = [0, 0, 0, 0, 0, 1, 1, 1, 0]
+    assert mcnemar_exact(a, b) == {"a_only": 5, "b_only": 1, "p_value": 14 / 64}
+    assert mcnemar_exact([True], [True]) == {"a_only": 0, "b_only": 0, "p_value": 1.0}
+    with pytest.raises(ValueError, match="outcomes"):
+        mcnemar_exact([1], [])
 
 
 def test_paired_rank_test_by_hand():
