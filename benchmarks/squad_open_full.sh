@@ -40,6 +40,11 @@ systems=(
   "Hybrid DCSR-hard + QQ (MEQ-centred) + BM25, HasAns as is=hybrid-hasans:DCSR-hard + QQ, MEQ-centred batches+BM25")
 [ -d runs/cpu_dcsr_hard_by_dcsr_meq_mb/last ] && systems+=(
   "DCSR-hard, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_hard_by_dcsr_meq_mb/last")
+# DCSR-hard at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_hard), and its hybrids (both fusions)
+[ -d runs/cpu_dcsr_hard_by_dcsr_600/last ] && systems+=(
+  "DCSR-hard (mined by DCSR-ft), 600 steps=dcsr:runs/cpu_dcsr_hard_by_dcsr_600/last"
+  "Hybrid DCSR-hard (600 steps) + BM25=hybrid:DCSR-hard (mined by DCSR-ft), 600 steps+BM25"
+  "Hybrid DCSR-hard (600 steps) + BM25, HasAns as is=hybrid-hasans:DCSR-hard (mined by DCSR-ft), 600 steps+BM25")
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability

@@ -17,7 +17,7 @@
 # ("+1 BM25 random") and dcsr_bm25x2 ("+2 BM25 random").
 # dcsr_hard: the DCSR-hard round, DCSR-ft's recipe from the base model on negatives that a first-round run mines
 # (MINER=cpu_dcsr by default, i.e. mode dcsr run first): its top 30 passages without an answer, 10 kept
-# (data/squad_train_hard_$MINER.jsonl, mined once); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}.
+# (data/squad_train_hard_$MINER.jsonl, mined once); writes runs/cpu_dcsr_hard_by_${MINER#cpu_} (with STEPS=600: ..._600).
 # dcsr_hard_qq_mb: DCSR-hard's negatives with MEQ-centred QQ (dcsr_qq_mb's settings; the MEQ file is built from the
 # mined one, data/squad_train_hard_${MINER}_meq.jsonl); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}_qq_mb.
 # dcsr_hard_meq_mb: its QQ-off control on the same file and batches (runs/cpu_dcsr_hard_by_${MINER#cpu_}_meq_mb).
