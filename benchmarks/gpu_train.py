@@ -252,7 +252,7 @@ def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) 
     """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-)."""
     import numpy as np
 
-    from haystack_dcsr.evaluation import pair_report, ranking_report
+    from haystack_dcsr.evaluation import candidate_scores, pair_report, ranking_report
 
     pairs, ranking = contrast
     position = {pid: i for i, pid in enumerate(order)}
@@ -269,7 +269,8 @@ def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) 
     ranked_of = {q: [(order[i], s) for i, s in row] for q, row in zip(asked, rank(asked))}
     by_id = {order[i]: text for i, text in enumerate(texts)}
     embed = lambda batch: query_tower.encode(batch)  # noqa: E731
-    return {**ranking_report(score, ranking, pairs, embed), **pair_report(ranked_of, pairs, by_id)}
+    scores = candidate_scores(score, ranking)
+    return {**ranking_report(scores, ranking, pairs, embed), **pair_report(ranked_of, pairs, by_id)}
 
 
 def export(run_dir: Path, out: Path, name: str) -> None:

@@ -8,6 +8,8 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
+A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
+candidates in this workdir (their caches keep the scores): the same fusion over the candidates' scores.
 
 Resumable: each system's ranking is cached under --workdir and reused while the question set is
 the same (delete the file to recompute). Systems already in --out for the same questions are kept,
@@ -42,6 +44,8 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     DEPTH,
     KS,
     Ranked,
+    candidate_scores,
+    fuse_candidate_scores,
     fuse_rankings,
     load_contrast_set,
     markdown_table,
@@ -56,7 +60,7 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     ranking_report,
     retrieval_report,
 )
-from haystack_dcsr.hasans import score_passages  # noqa: E402
+from haystack_dcsr.hasans import hasans_of_key, score_passages  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
 
 DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
@@ -149,6 +153,11 @@ class System:
             self._vectors = {pid: np.asarray(vs, dtype=np.float32) for pid, vs in grouped.items()}
         return self._vectors
 
+    def served(self, scores: np.ndarray) -> np.ndarray:
+        """Candidate scores on the scale the retriever serves and a hybrid fuses: HasAns as a
+        probability for the DCSR kinds (``score_candidates`` ranks by its log-space key)."""
+        return scores if self.kind in ("bm25", "er") else hasans_of_key(scores)
+
     def score_candidates(self, question: str, candidates: List[str]) -> np.ndarray:
         """Scores of fixed candidate passages: BM25; dot product (ER); HasAns over all the
         candidates' sentences (DCSR, ranked by its log-space key)."""
@@ -230,6 +239,7 @@ def main() -> None:
     report["contrast_set"] = {"path": str(args.contrast_set), "pairs": len(pairs)} if pairs else None
     rankings: Dict[str, Ranked] = {}
     contrast_rankings: Dict[str, Ranked] = {}
+    served_scores: Dict[str, List[List[float]]] = {}  # per system: the ranking rows' candidate scores
     for spec in args.system or DEFAULT_SYSTEMS:
         name, _, rest = spec.partition("=")
         kind, _, target = rest.partition(":")
@@ -238,6 +248,8 @@ def main() -> None:
             cached = json.loads(cache.read_text())
             rankings[name], contrast_rankings[name] = cached["ranked"], cached["contrast_ranked"]
             timing, ranking_result = cached["timing"], cached["ranking"]
+            if "candidate_scores" in cached:
+                served_scores[name] = cached["candidate_scores"]
             print(f"{name}: cached ({cache})", flush=True)
         elif kind in ("hybrid", "hybrid-hasans"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
@@ -248,6 +260,9 @@ def main() -> None:
                 contrast_rankings[dense], contrast_rankings[sparse], scale_hasans=scale
             )
             timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
+            if pairs and dense in served_scores and sparse in served_scores:
+                fused = fuse_candidate_scores(served_scores[dense], served_scores[sparse], ranking, scale_hasans=scale)
+                ranking_result = ranking_report(fused, ranking, pairs)
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)
             with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
@@ -260,7 +275,9 @@ def main() -> None:
                 start = time.perf_counter()
                 contrast_rankings[name] = system.answer(contrast_questions) if pairs else []
                 embed = system.query_vectors if kind != "bm25" else None
-                ranking_result = ranking_report(system.score_candidates, ranking, pairs, embed) if pairs else {}
+                scores = candidate_scores(system.score_candidates, ranking)
+                ranking_result = ranking_report(scores, ranking, pairs, embed) if pairs else {}
+                served_scores[name] = [system.served(s).tolist() for s in scores]
                 timing["contrast_s"] = time.perf_counter() - start
                 del system
             cache.write_text(
@@ -271,6 +288,7 @@ def main() -> None:
                         "timing": timing,
                         "contrast_ranked": contrast_rankings[name],
                         "ranking": ranking_result,
+                        "candidate_scores": served_scores[name],
                     }
                 )
             )

@@ -74,10 +74,34 @@ def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5, scale_hasa
     union of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). ``scale_hasans=False``
     keeps a probability (HasAns) as it is, the fusion of the README's earlier hybrid rows; dense
     scores outside [0, 1] are scaled either way."""
-    return [
-        fuse([d, s], [weight, 1 - weight], DEPTH, scaled=[scale_hasans or not _is_probability(d), True])
-        for d, s in zip(dense, sparse)
-    ]
+    return [_fuse_one(d, s, weight, scale_hasans, DEPTH) for d, s in zip(dense, sparse)]
+
+
+def _fuse_one(dense, sparse, weight: float, scale_hasans: bool, depth: Optional[int]):
+    return fuse([dense, sparse], [weight, 1 - weight], depth, scaled=[scale_hasans or not _is_probability(dense), True])
+
+
+def fuse_candidate_scores(
+    dense: Sequence[Sequence[float]],
+    sparse: Sequence[Sequence[float]],
+    ranking: List[Dict],
+    weight: float = 0.5,
+    scale_hasans: bool = True,
+) -> List[np.ndarray]:
+    """A hybrid's scores of each ranking row's fixed candidates, fused from its two systems' scores of
+    the same candidates exactly as ``fuse_rankings`` fuses their top lists, so a hybrid gets the MEQ
+    ranking metrics (MR/MRR of the gold among the 50) like any single system. Dense scores must be
+    on the served scale (HasAns as a probability, ``hasans.hasans_of_key``) for ``scale_hasans=False``."""
+    if not len(dense) == len(sparse) == len(ranking):
+        raise ValueError(f"{len(dense)} dense and {len(sparse)} sparse score rows for {len(ranking)} ranking rows")
+    fused_rows = []
+    for row, d, s in zip(ranking, dense, sparse):
+        candidates = row["candidates"]
+        if not len(d) == len(s) == len(candidates):
+            raise ValueError(f"row {row['question']!r}: {len(d)} / {len(s)} scores for {len(candidates)} candidates")
+        fused = dict(_fuse_one(list(zip(candidates, d)), list(zip(candidates, s)), weight, scale_hasans, None))
+        fused_rows.append(np.array([fused[c] for c in candidates]))
+    return fused_rows
 
 
 def _is_probability(ranked) -> bool:
@@ -108,18 +132,25 @@ def cross_fitted_weight(
     return {"ranks": held_out.tolist(), "weights": chosen, "k": k, "folds": folds, "seed": seed}
 
 
+def candidate_scores(score: Callable[[str, List[str]], np.ndarray], ranking: List[Dict]) -> List[np.ndarray]:
+    """Each ranking row's scores of its fixed candidates, in candidate order."""
+    return [np.asarray(score(r["question"], r["candidates"]), dtype=np.float64) for r in ranking]
+
+
 def ranking_report(
-    score: Callable[[str, List[str]], np.ndarray],
+    scores: Sequence[Sequence[float]],
     ranking: List[Dict],
     pairs: List[Dict],
     embed: Optional[Callable[[List[str]], np.ndarray]] = None,
 ) -> Dict:
-    """MR and MRR of the gold passage (candidate 0) among its fixed candidates, for q and for q'; with
-    ``embed`` (dense systems), the share of q closer to a paraphrase q+ than to its MEQ q-."""
+    """MR and MRR of the gold passage (candidate 0) among its fixed candidates, for q and for q', from
+    each row's candidate scores (``candidate_scores``); with ``embed`` (dense systems), the share of q
+    closer to a paraphrase q+ than to its MEQ q-."""
+    if len(scores) != len(ranking):
+        raise ValueError(f"{len(scores)} score rows for {len(ranking)} ranking rows")
     out: Dict = {}
     for role in ("q", "meq"):
-        rows = [r for r in ranking if r["role"] == role]
-        ranks = [rank_of_positive(score(r["question"], r["candidates"])) for r in rows]
+        ranks = [rank_of_positive(np.asarray(s)) for r, s in zip(ranking, scores) if r["role"] == role]
         out[f"ranking_{role}"] = {
             "MR": mean_rank(ranks),
             "MRR": mean_reciprocal_rank(ranks),

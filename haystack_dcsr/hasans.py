@@ -66,3 +66,11 @@ def score_passages(query: np.ndarray, passage_vectors: Sequence[np.ndarray], tem
     out = np.full(len(passage_vectors), -np.inf)
     out[scored.passages] = -scored.log_none
     return out
+
+
+def hasans_of_key(keys: np.ndarray) -> np.ndarray:
+    """The HasAns probabilities behind ``score_passages``' ranking keys ``-log prod(1 - p_i)``: the
+    scale a retriever serves and a hybrid fuses (0 for a candidate without sentences)."""
+    keys = np.asarray(keys, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return np.where(keys == -np.inf, 0.0, -np.expm1(-keys))

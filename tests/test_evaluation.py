@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from haystack_dcsr.evaluation import (
+    candidate_scores,
     cross_fitted_weight,
+    fuse_candidate_scores,
+    fuse_rankings,
     load_contrast_set,
     markdown_table,
     own_gold_paired_report,
@@ -21,7 +24,7 @@ from haystack_dcsr.evaluation import (
     ranking_report,
     retrieval_report,
 )
-from haystack_dcsr.hasans import hasans_scores, score_passages
+from haystack_dcsr.hasans import hasans_of_key, hasans_scores, score_passages
 
 
 def test_score_passages_ranks_candidates_by_hasans_over_all_their_sentences():
@@ -58,7 +61,8 @@ def test_ranking_and_pair_reports_follow_the_meq_paper():
         {"role": "meq", "question": "m1", "candidates": ["g2", "x", "y"]},
     ]
     table = {"q1": [0.9, 0.1, 0.2], "m1": [0.1, 0.5, 0.2]}  # q' ranks its gold last
-    report = ranking_report(lambda question, candidates: np.array(table[question]), ranking, pairs=[])
+    scores = candidate_scores(lambda question, candidates: np.array(table[question]), ranking)
+    report = ranking_report(scores, ranking, pairs=[])
     assert report["ranking_q"] == {"MR": 1.0, "MRR": 1.0, "n": 1, "ranks": [1]}
     assert report["ranking_meq"]["MR"] == 3.0 and report["ranking_meq"]["MRR"] == pytest.approx(1 / 3)
     pairs = [
@@ -72,6 +76,41 @@ def test_ranking_and_pair_reports_follow_the_meq_paper():
     )  # "x" shared, of k=5
     # q ranks its gold g first and g2 not at all; q' ranks g2 second but above g, which it never retrieves
     assert pairs_out["own_gold_first"] == {"meq": 1.0, "q": 1.0, "pairs": 1, "wins": {"meq": [1], "q": [1]}}
+
+
+def test_hasans_of_key_gives_back_the_probability_behind_the_ranking_key():
+    rng = np.random.default_rng(1)
+    query = rng.standard_normal(8)
+    candidates = [rng.standard_normal((n, 8)) for n in (2, 5, 1)]
+    keys = score_passages(query, candidates, temperature=0.5)
+    expected = hasans_scores(np.concatenate([c @ query for c in candidates]), np.repeat([0, 1, 2], [2, 5, 1]), 0.5)
+    np.testing.assert_allclose(hasans_of_key(keys)[expected.passages], expected.hasans, rtol=1e-12)
+    # no sentences at all (-inf key) is 0; a sentence of probability 1 (+inf key) is HasAns 1
+    assert hasans_of_key(np.array([-np.inf, np.inf, 0.0])).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_hybrid_ranks_fixed_candidates_by_the_fusion_of_its_systems_scores():
+    ranking = [
+        {"role": "q", "question": "q1", "candidates": ["g", "x", "y"]},
+        {"role": "meq", "question": "m1", "candidates": ["g2", "x", "y"]},
+    ]
+    dense = [[0.5, 0.6, 0.1], [0.25, 0.5, 0.0]]  # HasAns: the gold second in both rows
+    sparse = [[10.0, 2.0, 4.0], [1.0, 3.0, 2.0]]  # BM25: the gold first in row 1, last in row 2
+    fused = fuse_candidate_scores(dense, sparse, ranking)
+    # both min-max scaled, 0.5 each: row 1 g = 0.5 * 0.8 + 0.5 * 1 = 0.9, x = 0.5, y = 0.125
+    np.testing.assert_allclose(fused[0], [0.9, 0.5, 0.125])
+    np.testing.assert_allclose(fused[1], [0.25, 1.0, 0.25])  # g2 ties y: ties count against the gold
+    report = ranking_report(fused, ranking, pairs=[])
+    assert report["ranking_q"]["ranks"] == [1] and report["ranking_meq"]["ranks"] == [3]
+    # HasAns kept as a probability, BM25 alone scaled: g = 0.25 + 0.5, x = 0.3 + 0, y = 0.05 + 0.125
+    np.testing.assert_allclose(fuse_candidate_scores(dense, sparse, ranking, scale_hasans=False)[0], [0.75, 0.3, 0.175])
+    # the same numbers as fusing the two top lists themselves
+    as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))])[0]
+    assert dict(as_lists) == pytest.approx(dict(zip("gxy", fused[0])))
+    with pytest.raises(ValueError, match="1 dense and 2 sparse score rows for 2 ranking rows"):
+        fuse_candidate_scores(dense[:1], sparse, ranking)
+    with pytest.raises(ValueError, match="2 / 3 scores for 3 candidates"):
+        fuse_candidate_scores([[0.5, 0.6], dense[1]], sparse, ranking)
 
 
 def test_tables_and_paired_tests(tmp_path):
