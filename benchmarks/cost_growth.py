@@ -124,11 +124,22 @@ def write_straight(db: Path, store, docs, vectors: np.ndarray) -> float:
     return added
 
 
+def served_retriever(store, args):
+    """The retriever both steps use, so the build maps the index the query step serves."""
+    from haystack_dcsr import DCSRRetriever
+
+    return DCSRRetriever(
+        document_store=store,
+        query_model=MODEL,
+        progress_bar=False,
+        top_n_sentences=args.top_n,
+        search_params=args.search_params,
+    )
+
+
 def build(args) -> dict:
     from haystack.document_stores import FAISSDocumentStore
     from haystack.schema import Document
-
-    from haystack_dcsr import DCSRRetriever
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -180,13 +191,7 @@ def build(args) -> dict:
     start = time.perf_counter()
     index_path = workdir / "index.faiss"
     store.save(str(index_path))
-    retriever = DCSRRetriever(
-        document_store=store,
-        query_model=MODEL,
-        progress_bar=False,
-        top_n_sentences=args.top_n,
-        search_params=args.search_params,
-    )
+    retriever = served_retriever(store, args)
     retriever.save_index_map(index_path)  # maps the index (one SQL scan) and saves the map beside it
     report["save_and_map_s"] = round(time.perf_counter() - start, 1)
     report["build_peak_rss_gib"] = peak_rss_gib()
@@ -198,7 +203,6 @@ def query(args) -> dict:
     from haystack.document_stores import FAISSDocumentStore
     from squad_data import load_squad
 
-    from haystack_dcsr import DCSRRetriever
     from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy
 
     _, questions = load_squad(n_questions=1000, seed=0)
@@ -211,13 +215,7 @@ def query(args) -> dict:
         start = time.perf_counter()
         store = FAISSDocumentStore.load(str(index_path))
         loaded = time.perf_counter()
-        retriever = DCSRRetriever(
-            document_store=store,
-            query_model=MODEL,
-            progress_bar=False,
-            top_n_sentences=args.top_n,
-            search_params=args.search_params,
-        )
+        retriever = served_retriever(store, args)
         ready = time.perf_counter()
         retriever.retrieve(questions[0][0])
         first = time.perf_counter()

@@ -63,16 +63,21 @@ def measure_queries(retriever, store, questions, top_k: int, batch: int):
     }
 
 
-def index_er_batch_size_8(report, passages, model, workdir: Path) -> None:
-    store = faiss_store(workdir / "embedding_bs8.db")
-    retriever = EmbeddingRetriever(
+def embedding_retriever(model, store, **kwargs) -> EmbeddingRetriever:
+    """Haystack's sentence-transformers retriever as both of its rows run it (CPU, no bar)."""
+    return EmbeddingRetriever(
         embedding_model=model,
         document_store=store,
         use_gpu=False,
         progress_bar=False,
         model_format="sentence_transformers",
-        batch_size=8,
+        **kwargs,
     )
+
+
+def index_er_batch_size_8(report, passages, model, workdir: Path) -> None:
+    store = faiss_store(workdir / "embedding_bs8.db")
+    retriever = embedding_retriever(model, store, batch_size=8)
     _, write_s = timed(
         store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
     )
@@ -115,13 +120,7 @@ def main() -> None:
 
     # Haystack EmbeddingRetriever: one vector per passage
     store = faiss_store(args.workdir / "embedding.db")
-    retriever = EmbeddingRetriever(
-        embedding_model=model,
-        document_store=store,
-        use_gpu=False,
-        progress_bar=False,
-        model_format="sentence_transformers",
-    )
+    retriever = embedding_retriever(model, store)
     _, write_s = timed(
         store.write_documents, [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
     )
