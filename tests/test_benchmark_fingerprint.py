@@ -1,26 +1,11 @@
 """The SQuAD-open report keeps systems measured in earlier sessions only while its fingerprint holds:
 it must change with what is evaluated and nothing else."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
-
-
-def load_squad_open():
-    sys.path.insert(0, str(BENCHMARKS))  # the script imports its sibling modules (squad_data, plot)
-    try:
-        spec = importlib.util.spec_from_file_location("squad_open", BENCHMARKS / "squad_open.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+from benchmark_scripts import load_benchmark
 
 
 def test_the_fingerprint_ignores_pair_cosines_but_not_what_is_evaluated():
-    fingerprint = load_squad_open().benchmark_fingerprint
+    fingerprint = load_benchmark("squad_open").benchmark_fingerprint
     questions = [["Who won Super Bowl 50?", ["Denver Broncos"], "dev-0-0"]]
     texts = {"dev-0-0": "Denver won.", "dev-0-16": "New England won."}
     pair = {

@@ -104,7 +104,12 @@ def build_contrast_set(args) -> None:
     from haystack_dcsr.training.meq_data import build_contrast_set as build
 
     summary = build(
-        load_records(args.records).records, read_corpus(args.corpus), meq_filter(args), args.out_dir, seed=args.seed
+        load_records(args.records).records,
+        read_corpus(args.corpus),
+        meq_filter(args),
+        args.out_dir,
+        seed=args.seed,
+        keep_repeats=args.keep_repeats,
     )
     print(json.dumps(summary))
 
@@ -189,6 +194,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("corpus")
     p.add_argument("out_dir")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--keep-repeats",
+        action="store_true",
+        help="keep pairs of repeated question texts (the 352-pair set of the README's tables)",
+    )
     meq_options(p)
     p.set_defaults(func=build_contrast_set)
 

@@ -118,6 +118,18 @@ def ranking_candidates(
     return chosen
 
 
+def first_of_each_text_pair(records: Sequence[Record], pairs):
+    """``pairs`` without those whose two question texts (in either order) an earlier pair has."""
+    seen = set()
+    kept = []
+    for pair in pairs:
+        texts = frozenset((records[pair[0]].question, records[pair[1]].question))
+        if texts not in seen:
+            seen.add(texts)
+            kept.append(pair)
+    return kept
+
+
 def build_contrast_set(
     records: List[Record],
     corpus: List[Passage],
@@ -125,17 +137,22 @@ def build_contrast_set(
     out_dir: Union[str, Path],
     retriever=None,
     seed: int = 0,
+    keep_repeats: bool = False,
 ) -> Dict:
     """Mine MEQ pairs among ``records`` and write ``pairs.jsonl`` and ``ranking.jsonl`` to ``out_dir``.
 
     :param retriever: a Haystack BM25 retriever over ``corpus`` (default: the embedded one).
+    :param keep_repeats: keep a pair whose two question texts an earlier pair already has (either
+        order). Datasets repeat questions (SQuAD dev asks "Who won Super Bowl 50?" twice), and every
+        copy would pair again, weighting that pair twice or four times in each metric and paired
+        test; ``True`` rebuilds the 352-pair set the README's tables were measured on.
     """
     from haystack_dcsr.training.mining import bm25_retriever
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     mined = Mined(records, meq_filter)
-    accepted = mined.meqs
+    accepted = mined.meqs if keep_repeats else first_of_each_text_pair(records, mined.meqs)
     paraphrase_of = {i: partners[0] for i, partners in mined.paraphrase_neighbours().items()}
     members = sorted({k for i, j, _ in accepted for k in (i, j)})
     retriever = retriever or bm25_retriever(corpus)
@@ -192,6 +209,7 @@ def build_contrast_set(
         "questions": len(records),
         "candidate_pairs": mined.candidate_pairs,
         "pairs": len(accepted),
+        "repeats_dropped": len(mined.meqs) - len(accepted),
         "rejected": mined.rejected,
         "threshold": meq_filter.threshold,
     }

@@ -52,6 +52,24 @@ def test_contrast_set_files(tmp_path):
     assert summary["rejected"]["same answer"] >= 1  # the paraphrase (0, 2)
 
 
+def text_pairs(out_dir):
+    """Each written pair's two question texts, unordered."""
+    return [frozenset((p["question"], p["meq"])) for p in map(json.loads, (out_dir / "pairs.jsonl").open())]
+
+
+def test_repeated_questions_pair_once_unless_kept(tmp_path):
+    repeated = RECORDS + [RECORDS[0], RECORDS[1]]  # a dataset that asks both questions twice
+    summary = build_contrast_set(repeated, CORPUS, MEQFilter(), tmp_path / "unique", seed=1)
+    texts = text_pairs(tmp_path / "unique")
+    assert len(texts) == len(set(texts)) == summary["pairs"]
+    alone = build_contrast_set(RECORDS, CORPUS, MEQFilter(), tmp_path / "alone", seed=1)
+    assert summary["pairs"] == alone["pairs"] and alone["repeats_dropped"] == 0  # the copies add nothing
+    kept = build_contrast_set(repeated, CORPUS, MEQFilter(), tmp_path / "kept", seed=1, keep_repeats=True)
+    assert summary["repeats_dropped"] > 0 and kept["pairs"] == summary["pairs"] + summary["repeats_dropped"]
+    kept_texts = text_pairs(tmp_path / "kept")
+    assert set(kept_texts) == set(texts) and len(kept_texts) == kept["pairs"]
+
+
 def test_augmentation_adds_meqs_and_paraphrases_in_trainer_format(tmp_path):
     out = tmp_path / "aug.jsonl"
     stats = build_augmentation(RECORDS, MEQFilter(), out)
