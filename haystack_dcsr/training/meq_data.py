@@ -8,7 +8,8 @@ the gold passage is a paraphrase (q+) instead.
 * ``build_contrast_set`` writes ``pairs.jsonl`` (retrieval: q, q', answers, gold passages, a
   paraphrase of q where one was found) and
   ``ranking.jsonl`` (each question of a pair with 50 candidate passage ids: the gold passage first,
-  then 30 BM25 negatives without an answer, then 19 random passages without an answer).
+  then 30 BM25 negatives without an answer, then 19 random passages without an answer). A
+  dataset that asks a question twice would pair every copy; only the first pair of two texts is kept.
 * ``build_augmentation`` writes trainer records with ``negative_questions`` (MEQs, each with its
   own answers and positive passage) and ``positive_questions`` (paraphrases) where found.
 """
