@@ -27,18 +27,14 @@ sys.path.insert(0, str(ROOT))
 
 from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
 from haystack_dcsr.metrics import has_answer  # noqa: E402
+from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
 
 
 def subsets(pairs: List[Dict], texts: Dict[str, str]) -> Dict[str, np.ndarray]:
     """Boolean masks over the pairs: first of each unordered question-text pair; q's gold lacks
     an answer of q'; gold passages differ (the pairs "own gold first" is defined on)."""
-    seen, first = set(), []
-    for pair in pairs:
-        key = frozenset((pair["question"], pair["meq"]))
-        first.append(key not in seen)
-        seen.add(key)
     return {
-        "unique": np.array(first),
+        "unique": np.array(first_of_each_text_pair([(p["question"], p["meq"]) for p in pairs])),
         "clean": np.array([not has_answer(texts[p["gold"]], p["meq_answers"]) for p in pairs]),
         "differ": np.array([p["gold"] != p["meq_gold"] for p in pairs]),
     }
@@ -108,8 +104,9 @@ def main() -> None:
     result = audit(json.loads(args.report.read_text()), pairs, texts)
     result["command"] = " ".join(sys.argv)
     args.out.write_text(json.dumps(result, indent=1))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    table = markdown(result)
+    args.out.with_suffix(".md").write_text(table)
+    print(table)
 
 
 if __name__ == "__main__":

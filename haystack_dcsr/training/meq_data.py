@@ -119,16 +119,15 @@ def ranking_candidates(
     return chosen
 
 
-def first_of_each_text_pair(records: Sequence[Record], pairs):
-    """``pairs`` without those whose two question texts (in either order) an earlier pair has."""
+def first_of_each_text_pair(text_pairs: Sequence[Tuple[str, str]]) -> List[bool]:
+    """For each (question, question) pair: True unless an earlier pair has the same two texts (in
+    either order). The builder and the contrast audit share this one notion of a repeat."""
     seen = set()
-    kept = []
-    for pair in pairs:
-        texts = frozenset((records[pair[0]].question, records[pair[1]].question))
-        if texts not in seen:
-            seen.add(texts)
-            kept.append(pair)
-    return kept
+    first = []
+    for texts in map(frozenset, text_pairs):
+        first.append(texts not in seen)
+        seen.add(texts)
+    return first
 
 
 def build_contrast_set(
@@ -153,7 +152,10 @@ def build_contrast_set(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     mined = Mined(records, meq_filter)
-    accepted = mined.meqs if keep_repeats else first_of_each_text_pair(records, mined.meqs)
+    accepted = mined.meqs
+    if not keep_repeats:
+        first = first_of_each_text_pair([(records[i].question, records[j].question) for i, j, _ in accepted])
+        accepted = [pair for pair, keep in zip(accepted, first) if keep]
     paraphrase_of = {i: partners[0] for i, partners in mined.paraphrase_neighbours().items()}
     members = sorted({k for i, j, _ in accepted for k in (i, j)})
     retriever = retriever or bm25_retriever(corpus)
