@@ -60,6 +60,25 @@ class _SparseIndex:
         return sparse.csr_matrix((data, (rows, cols)), shape=(len(queries), self.weights_t.shape[0]))
 
 
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` highest ``scores``, best first, ties by lower index, as an exact order.
+
+    ``np.argpartition`` alone leaves *which* of several tied scores at the k-th place get in to
+    its selection algorithm, and numpy picks that algorithm by CPU (AVX-512 or not): the same corpus
+    then mined different BM25 negatives on two machines (a question with few matching terms ties
+    dozens of passages at the cut). Partitioning gives only the k-th value; membership is decided
+    here, so the result is the same everywhere.
+    """
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    above = np.flatnonzero(scores > kth)
+    tied = np.flatnonzero(scores == kth)[: k - len(above)]
+    top = np.concatenate([above, tied])
+    return top[np.lexsort((top, -scores[top]))]
+
+
 class SparseBM25DocumentStore(InMemoryDocumentStore):
     """In-memory BM25 store for ``BM25Retriever``, scoring query batches as one sparse product.
 
@@ -148,9 +167,7 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
                 f = per_query[start + row]
                 if f:
                     row_scores = np.where(allowed[repr(f)], row_scores, -np.inf)
-                k = min(top_k, len(row_scores))
-                top = np.argpartition(-row_scores, k - 1)[:k] if k else np.zeros(0, dtype=int)
-                top = top[np.lexsort((top, -row_scores[top]))]  # by score, ties by corpus order
+                top = top_indices(row_scores, top_k)
                 hits = []
                 for i in top:
                     if not np.isfinite(row_scores[i]):
