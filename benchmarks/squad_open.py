@@ -11,10 +11,11 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
 candidates in this workdir (their caches keep the scores): the same fusion over the candidates' scores.
 
-Resumable: each system's ranking is cached under --workdir and reused while the question set is
-the same (delete the file to recompute). Systems already in --out for the same questions are kept,
-so a later run can add systems; their per-question first-hit ranks (``*.first_hits.json``) let the
-paired tests cover every system in the report. Writes JSON, a Markdown table and an SVG plot.
+Resumable: each system's ranking is cached under --workdir and reused while the question set and
+the model's files are the same (after changing a model-free kind's code, delete its cache file).
+Systems already in --out for the same questions are kept, so a later run can add systems; their
+per-question first-hit ranks (``*.first_hits.json``) let the paired tests cover every system in the
+report. Writes JSON, a Markdown table and an SVG plot.
 
     .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
         --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
@@ -195,7 +196,28 @@ class Benchmark(NamedTuple):
     fingerprint: str  # of questions, corpus and pairs: a cached ranking is reused only for the same ones
 
     def cache_file(self, workdir: Path, spec: str) -> Path:
-        return workdir / f"{self.fingerprint}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+        """A system's cached ranking: keyed by the data, the spec and the model's files, so a model
+        retrained into the same directory is measured again instead of read from the old cache."""
+        key = spec + model_fingerprint(spec)
+        return workdir / f"{self.fingerprint}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
+
+
+def model_fingerprint(spec: str) -> str:
+    """A hash of every file under the model directory of a ``NAME=dcsr:DIR`` / ``dpr:DIR`` spec ("" for
+    the kinds without one: after changing their code, delete their cache file)."""
+    kind, _, target = spec.partition("=")[2].partition(":")
+    if kind not in ("dcsr", "dpr") or not target:
+        return ""
+    root = Path(target)
+    if not root.is_dir():
+        raise SystemExit(f"{spec!r}: no model directory {root}")
+    digest = hashlib.sha1()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(chunk)
+    return "@" + digest.hexdigest()[:16]
 
 
 def load_benchmark(args: argparse.Namespace) -> Benchmark:
