@@ -17,6 +17,7 @@ Every other line is copied byte for byte; the output may be the input file (it i
 import argparse
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Dict, List
@@ -50,6 +51,7 @@ def pin(records: Path, pins: Dict[str, List[str]], corpus: Path, out: Path) -> i
         absent = [q for q, n in found.items() if n == 0]
         if absent:
             raise ValueError(f"questions not in {records}: {absent}")
+        shutil.copymode(records, tmp)  # mkstemp's file is private; keep the records file's mode
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):

@@ -31,10 +31,12 @@ def files(tmp_path):
 
 def test_pins_only_the_named_question_and_copies_the_rest_byte_for_byte(files):
     records, corpus = files
+    records.chmod(0o644)
     before = records.read_text().splitlines(keepends=True)
     assert pin(records, {"dd": ["p5", "p4"]}, corpus, records) == 1  # in place
     after = records.read_text().splitlines(keepends=True)
     assert after[0] == before[0]
+    assert records.stat().st_mode & 0o777 == 0o644  # the replaced file keeps its mode
     assert [p["passage_id"] for p in json.loads(after[1])["hard_negative_ctxs"]] == ["p5", "p4"]
     assert json.loads(after[1])["hard_negative_ctxs"][0] == CORPUS[5]
     # pinning what is already there writes the same bytes: the recorded file format is kept
