@@ -5,8 +5,8 @@ tied passages made the cut was up to numpy's selection code, and numpy picks tha
 SQuAD train one record changed with it: "dd" matches a single paragraph, so the rest of its BM25
 negatives are zero-score ties. The 1-group MEQ-centred run (``train_cpu.sh dcsr_qq_mb1``) batches
 that record at step 168, and it was trained on a machine whose numpy took the AVX2 path; the pins
-file records those negatives by passage id (no other recorded run batches the record, so pinning
-it changes none of them)::
+file records those negatives by passage id. The 600-step MEQ-centred run (step 210) was trained on
+the pinned file; no other recorded CPU run batches the record within its steps::
 
     .venv/bin/python benchmarks/pin_hard_negatives.py data/squad_train_meq.jsonl \\
         benchmarks/results/training/pinned-negatives.json data/squad_train_meq.jsonl
