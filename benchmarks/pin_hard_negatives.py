@@ -26,7 +26,7 @@ from typing import Dict, List
 def pin(records: Path, pins: Dict[str, List[str]], corpus: Path, out: Path) -> int:
     """Copy ``records`` to ``out`` with ``hard_negative_ctxs`` of each question in ``pins`` set to
     the listed corpus passages; returns how many records were changed. Unknown ids or questions raise
-    ``ValueError`` before anything is written."""
+    ``ValueError`` and leave ``out`` as it was."""
     wanted = {i for ids in pins.values() for i in ids}
     passages = {}
     with corpus.open(encoding="utf-8") as handle:
@@ -42,7 +42,7 @@ def pin(records: Path, pins: Dict[str, List[str]], corpus: Path, out: Path) -> i
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as sink, records.open(encoding="utf-8") as source:
             for line in source:
-                record = json.loads(line) if line.startswith('{"question": ') else None
+                record = json.loads(line) if line.strip() else None
                 if record is not None and record["question"] in pins:
                     found[record["question"]] += 1
                     record["hard_negative_ctxs"] = [passages[i] for i in pins[record["question"]]]

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Tuple
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -202,10 +202,17 @@ class Benchmark(NamedTuple):
         return workdir / f"{self.fingerprint}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
 
 
+def parse_system(spec: str) -> Tuple[str, str, str]:
+    """``NAME=KIND[:TARGET]`` -> (name, kind, target); target is "" for kinds without one."""
+    name, _, rest = spec.partition("=")
+    kind, _, target = rest.partition(":")
+    return name, kind, target
+
+
 def model_fingerprint(spec: str) -> str:
     """A hash of every file under the model directory of a ``NAME=dcsr:DIR`` / ``dpr:DIR`` spec ("" for
     the kinds without one: after changing their code, delete their cache file)."""
-    kind, _, target = spec.partition("=")[2].partition(":")
+    _, kind, target = parse_system(spec)
     if kind not in ("dcsr", "dpr") or not target:
         return ""
     root = Path(target)
@@ -263,8 +270,7 @@ def main() -> None:
     contrast_rankings: Dict[str, Ranked] = {}
     served_scores: Dict[str, List[List[float]]] = {}  # per system: the ranking rows' candidate scores
     for spec in args.system or DEFAULT_SYSTEMS:
-        name, _, rest = spec.partition("=")
-        kind, _, target = rest.partition(":")
+        name, kind, target = parse_system(spec)
         cache = bench.cache_file(args.workdir, spec)
         if cache.is_file():
             cached = json.loads(cache.read_text())
