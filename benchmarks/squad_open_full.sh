@@ -60,6 +60,13 @@ done
 # its QQ-off control at 600 steps (STEPS=600 benchmarks/train_cpu.sh dcsr_meq)
 [ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last"
                                                "Hybrid DCSR (QQ off, 600 steps) + BM25=hybrid:DCSR, MEQ data, QQ off, 600 steps+BM25")
+# MEQ-centred batches at 3x the budget, QQ on and its QQ-off control (STEPS=600 train_cpu.sh dcsr_qq_mb dcsr_meq_mb), and their hybrids
+for pair in "DCSR+QQ (MEQ-centred, 600 steps)|DCSR+QQ, MEQ-centred batches, 600 steps|qq_mb" \
+            "DCSR (MEQ-centred, QQ off, 600 steps)|DCSR, MEQ-centred batches, QQ off, 600 steps|meq_mb"; do
+  IFS='|' read -r label dense run <<< "$pair"
+  [ -d "runs/cpu_dcsr_${run}_600/last" ] && systems+=("${dense}=dcsr:runs/cpu_dcsr_${run}_600/last"
+    "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
+done
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
