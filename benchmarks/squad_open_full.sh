@@ -60,6 +60,9 @@ done
 # its QQ-off control at 600 steps (STEPS=600 benchmarks/train_cpu.sh dcsr_meq)
 [ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last"
                                                "Hybrid DCSR (QQ off, 600 steps) + BM25=hybrid:DCSR, MEQ data, QQ off, 600 steps+BM25")
+# its <sent>-marker twin: the same file, seed and budget, the marker's recipe (STEPS=600 train_cpu.sh dcsr_meq_marker)
+[ -d runs/cpu_dcsr_meq_marker_600/last ] && systems+=(
+  "DCSR, MEQ data, QQ off, 600 steps, <sent> marker (its recipe)=dcsr:runs/cpu_dcsr_meq_marker_600/last")
 # MEQ-centred batches at 3x the budget, QQ on and its QQ-off control (STEPS=600 train_cpu.sh dcsr_qq_mb dcsr_meq_mb), and their hybrids
 for pair in "DCSR+QQ (MEQ-centred, 600 steps)|DCSR+QQ, MEQ-centred batches, 600 steps|qq_mb" \
             "DCSR (MEQ-centred, QQ off, 600 steps)|DCSR, MEQ-centred batches, QQ off, 600 steps|meq_mb"; do

@@ -12,7 +12,8 @@
 # dcsr_qq_w5: DCSR + QQ with qq_weight 5 (the QQ term at about QP's size; it is ~1/4 of it at weight 1).
 # MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control);
 # dcsr_qq_mb1 / dcsr_meq_mb1: the same with 1 group a batch (4 cost 1.2 top-1 against shuffled batches).
-# dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps).
+# dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps);
+# dcsr_meq_marker: the same recipe on dcsr_meq's file and settings (QQ off), the marker twin of dcsr_meq.
 # The paper's negative-sampling ablation (dcsr is "+1 in-passage +1 BM25 random"): dcsr_bm25x1
 # ("+1 BM25 random") and dcsr_bm25x2 ("+2 BM25 random").
 # dcsr_hard: the DCSR-hard round, DCSR-ft's recipe from the base model on negatives that a first-round run mines
@@ -28,6 +29,7 @@ MINER=${MINER:-cpu_dcsr}
 RESTART=$([[ "${RESUME:-0}" == 1 ]] && echo "" || echo "--no-resume")
 COMMON=(${RESTART} --set pooling=mean --set max_steps=${STEPS} --set warmup_steps=20 --set lr=3.0e-5
         --set batch_size=32 --set log_every=10 --set checkpoint_every=100 --set dev_limit=1000)
+MARKER=(--set pooling=marker --set marker_init=mean --set marker_lr=1.0e-3 --set marker_warmup_steps=20)
 mine_hard() {  # the DCSR-hard negatives of run $MINER, mined once
   [[ -f "data/squad_train_hard_${MINER}.jsonl" ]] || .venv/bin/python benchmarks/gpu_train.py mine \
     "runs/${MINER}/last" data/squad_train_bm25.jsonl data/corpus.jsonl "data/squad_train_hard_${MINER}.jsonl"
@@ -44,8 +46,8 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq_mb) config=dcsr_qq; extra=(--set meq_per_batch=4 --set qq_form=null) ;;
       dcsr_qq_mb1)  config=dcsr_qq; extra=(--set meq_per_batch=1) ;;
       dcsr_meq_mb1) config=dcsr_qq; extra=(--set meq_per_batch=1 --set qq_form=null) ;;
-      dcsr_marker) config=dcsr; extra=(--set pooling=marker --set marker_init=mean --set marker_lr=1.0e-3
-                                       --set marker_warmup_steps=20) ;;
+      dcsr_marker) config=dcsr; extra=("${MARKER[@]}") ;;
+      dcsr_meq_marker) config=dcsr_qq; extra=(--set qq_form=null "${MARKER[@]}") ;;
       dcsr_bm25x1) config=dcsr; extra=(--set "negatives=+1 BM25 random") ;;
       dcsr_bm25x2) config=dcsr; extra=(--set "negatives=+2 BM25 random") ;;
       dcsr_hard)   config=dcsr; extra=(--set train_file="data/squad_train_hard_${MINER}.jsonl")
