@@ -15,6 +15,11 @@ systems=(
   "EmbeddingRetriever zero-shot=er"
   "DCSR zero-shot=dcsr-zero"
 )
+with_hybrids() {  # RUN NAME LABEL: a trained DCSR run, then its BM25 hybrids (min-max, and HasAns kept as a probability)
+  if [ -d "runs/$1/last" ]; then
+    systems+=("$2=dcsr:runs/$1/last" "Hybrid $3 + BM25=hybrid:$2+BM25" "Hybrid $3 + BM25, HasAns as is=hybrid-hasans:$2+BM25")
+  fi
+}
 # the QQ-off controls (benchmarks/train_cpu.sh dcsr_meq / dcsr_meq_os), when trained
 [ -d runs/cpu_dcsr_meq/last ] && systems+=("DCSR, MEQ data, QQ off=dcsr:runs/cpu_dcsr_meq/last")
 [ -d runs/cpu_dcsr_meq_os/last ] && systems+=("DCSR, MEQ x5, QQ off=dcsr:runs/cpu_dcsr_meq_os/last")
@@ -30,21 +35,13 @@ systems=(
 [ -d runs/cpu_dcsr_bm25x2/last ] && systems+=("DCSR-ft, +2 BM25 random=dcsr:runs/cpu_dcsr_bm25x2/last")
 [ -d runs/cpu_dcsr_bm25x1/last ] && systems+=("DCSR-ft, +1 BM25 random=dcsr:runs/cpu_dcsr_bm25x1/last")
 # the DCSR-hard round (train_cpu.sh dcsr_hard: a first-round run mines, a second model trains from the base)
-[ -d runs/cpu_dcsr_hard_by_dcsr/last ] && systems+=("DCSR-hard (mined by DCSR-ft)=dcsr:runs/cpu_dcsr_hard_by_dcsr/last"
-  "Hybrid DCSR-hard (mined by DCSR-ft) + BM25=hybrid:DCSR-hard (mined by DCSR-ft)+BM25"
-  "Hybrid DCSR-hard (mined by DCSR-ft) + BM25, HasAns as is=hybrid-hasans:DCSR-hard (mined by DCSR-ft)+BM25")
+with_hybrids cpu_dcsr_hard_by_dcsr "DCSR-hard (mined by DCSR-ft)" "DCSR-hard (mined by DCSR-ft)"
 # DCSR-hard's negatives with MEQ-centred QQ and its QQ-off control (train_cpu.sh dcsr_hard_qq_mb dcsr_hard_meq_mb)
-[ -d runs/cpu_dcsr_hard_by_dcsr_qq_mb/last ] && systems+=(
-  "DCSR-hard + QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_hard_by_dcsr_qq_mb/last"
-  "Hybrid DCSR-hard + QQ (MEQ-centred) + BM25=hybrid:DCSR-hard + QQ, MEQ-centred batches+BM25"
-  "Hybrid DCSR-hard + QQ (MEQ-centred) + BM25, HasAns as is=hybrid-hasans:DCSR-hard + QQ, MEQ-centred batches+BM25")
+with_hybrids cpu_dcsr_hard_by_dcsr_qq_mb "DCSR-hard + QQ, MEQ-centred batches" "DCSR-hard + QQ (MEQ-centred)"
 [ -d runs/cpu_dcsr_hard_by_dcsr_meq_mb/last ] && systems+=(
   "DCSR-hard, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_hard_by_dcsr_meq_mb/last")
 # DCSR-hard at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_hard), and its hybrids (both fusions)
-[ -d runs/cpu_dcsr_hard_by_dcsr_600/last ] && systems+=(
-  "DCSR-hard (mined by DCSR-ft), 600 steps=dcsr:runs/cpu_dcsr_hard_by_dcsr_600/last"
-  "Hybrid DCSR-hard (600 steps) + BM25=hybrid:DCSR-hard (mined by DCSR-ft), 600 steps+BM25"
-  "Hybrid DCSR-hard (600 steps) + BM25, HasAns as is=hybrid-hasans:DCSR-hard (mined by DCSR-ft), 600 steps+BM25")
+with_hybrids cpu_dcsr_hard_by_dcsr_600 "DCSR-hard (mined by DCSR-ft), 600 steps" "DCSR-hard (600 steps)"
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
@@ -54,9 +51,7 @@ for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-cent
     "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
 done
 # DCSR+QQ at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_qq), and its hybrids (both fusions)
-[ -d runs/cpu_dcsr_qq_600/last ] && systems+=("DCSR+QQ, 600 steps=dcsr:runs/cpu_dcsr_qq_600/last"
-                                              "Hybrid DCSR+QQ (600 steps) + BM25=hybrid:DCSR+QQ, 600 steps+BM25"
-                                              "Hybrid DCSR+QQ (600 steps) + BM25, HasAns as is=hybrid-hasans:DCSR+QQ, 600 steps+BM25")
+with_hybrids cpu_dcsr_qq_600 "DCSR+QQ, 600 steps" "DCSR+QQ (600 steps)"
 # its QQ-off control at 600 steps (STEPS=600 benchmarks/train_cpu.sh dcsr_meq)
 [ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last"
                                                "Hybrid DCSR (QQ off, 600 steps) + BM25=hybrid:DCSR, MEQ data, QQ off, 600 steps+BM25")
@@ -64,12 +59,8 @@ done
 [ -d runs/cpu_dcsr_meq_marker_600/last ] && systems+=(
   "DCSR, MEQ data, QQ off, 600 steps, <sent> marker (its recipe)=dcsr:runs/cpu_dcsr_meq_marker_600/last")
 # MEQ-centred batches at 3x the budget, QQ on and its QQ-off control (STEPS=600 train_cpu.sh dcsr_qq_mb dcsr_meq_mb), and their hybrids
-for pair in "DCSR+QQ (MEQ-centred, 600 steps)|DCSR+QQ, MEQ-centred batches, 600 steps|qq_mb" \
-            "DCSR (MEQ-centred, QQ off, 600 steps)|DCSR, MEQ-centred batches, QQ off, 600 steps|meq_mb"; do
-  IFS='|' read -r label dense run <<< "$pair"
-  [ -d "runs/cpu_dcsr_${run}_600/last" ] && systems+=("${dense}=dcsr:runs/cpu_dcsr_${run}_600/last"
-    "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
-done
+with_hybrids cpu_dcsr_qq_mb_600 "DCSR+QQ, MEQ-centred batches, 600 steps" "DCSR+QQ (MEQ-centred, 600 steps)"
+with_hybrids cpu_dcsr_meq_mb_600 "DCSR, MEQ-centred batches, QQ off, 600 steps" "DCSR (MEQ-centred, QQ off, 600 steps)"
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
