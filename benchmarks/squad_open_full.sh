@@ -40,8 +40,9 @@ with_hybrids cpu_dcsr_hard_by_dcsr "DCSR-hard (mined by DCSR-ft)" "DCSR-hard (mi
 with_hybrids cpu_dcsr_hard_by_dcsr_qq_mb "DCSR-hard + QQ, MEQ-centred batches" "DCSR-hard + QQ (MEQ-centred)"
 [ -d runs/cpu_dcsr_hard_by_dcsr_meq_mb/last ] && systems+=(
   "DCSR-hard, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_hard_by_dcsr_meq_mb/last")
-# DCSR-hard at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_hard), and its hybrids (both fusions)
+# DCSR-hard at 3x and 6x the budget (STEPS=600 / STEPS=1200 benchmarks/train_cpu.sh dcsr_hard), and their hybrids (both fusions)
 with_hybrids cpu_dcsr_hard_by_dcsr_600 "DCSR-hard (mined by DCSR-ft), 600 steps" "DCSR-hard (600 steps)"
+with_hybrids cpu_dcsr_hard_by_dcsr_1200 "DCSR-hard (mined by DCSR-ft), 1200 steps" "DCSR-hard (1200 steps)"
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
