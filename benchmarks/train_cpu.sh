@@ -22,6 +22,10 @@
 # dcsr_hard_qq_mb: DCSR-hard's negatives with MEQ-centred QQ (dcsr_qq_mb's settings; the MEQ file is built from the
 # mined one, data/squad_train_hard_${MINER}_meq.jsonl); writes runs/cpu_dcsr_hard_by_${MINER#cpu_}_qq_mb.
 # dcsr_hard_meq_mb: its QQ-off control on the same file and batches (runs/cpu_dcsr_hard_by_${MINER#cpu_}_meq_mb).
+# query_side: query-side tuning of DCSR-hard's 1200-step model (its passage tower frozen; every training sentence a
+# candidate; MEQ-centred batches with QQ) with trainer/configs/squad_dcsr_query_side.yaml's own budget (one epoch of 64
+# questions a step; STEPS is ignored), the answer sentence as target; query_side_passage: the gold passage's rows as
+# target; a _meq suffix on either: its QQ-off control on the same batches. Write runs/cpu_qs[_passage]_{qq,meq}_mb.
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -60,6 +64,14 @@ for mode in "${@:-dcsr dpr}"; do
                    mine_hard
                    [[ -f "data/squad_train_hard_${MINER}_meq.jsonl" ]] || .venv/bin/python -m haystack_dcsr.training \
                      build-meq-augmentation "data/squad_train_hard_${MINER}.jsonl" "data/squad_train_hard_${MINER}_meq.jsonl" ;;
+      query_side|query_side_meq|query_side_passage|query_side_passage_meq)
+                   qs=(--set qq_form=infonce) qs_name=cpu_qs
+                   [[ "$m" == *_meq ]] && qs=(--set qq_form=null)
+                   [[ "$m" == query_side_passage* ]] && qs+=(--set frozen_target=passage) && qs_name+=_passage
+                   qs_name+=$([[ "$m" == *_meq ]] && echo _meq_mb || echo _qq_mb)
+                   .venv/bin/python -m haystack_dcsr.training train --config trainer/configs/squad_dcsr_query_side.yaml \
+                     ${RESTART} "${qs[@]}" --set output_dir="runs/${qs_name}"
+                   continue ;;
       *)           config=$m; extra=() ;;
     esac
     .venv/bin/python -m haystack_dcsr.training train --config "trainer/configs/squad_${config}.yaml" "${COMMON[@]}" "${extra[@]}" \

@@ -47,6 +47,15 @@ class TrainConfig:
     mask_false_negatives: bool = option(True, "mask candidates that contain the answer (or are the positive)")
     train_meqs: bool = option(True, "MEQs (q-) of records also train as questions with their own QP term")
     meq_oversample: int = option(1, "records with an MEQ enter each epoch this many times (fresh q+/q-/negatives)")
+    frozen_passages: bool = option(
+        False,
+        "query-side tuning: the passage tower stays fixed and each question is scored against every training "
+        "sentence, encoded once (ADORE / DensePhrases); only the query tower trains",
+    )
+    frozen_mask_top: int = option(100, "query-side tuning: answer-bearing rows among a question's top N are masked")
+    frozen_target: str = option(
+        "sentence", "query-side tuning's target: sentence (the answer sentence) or passage (the gold passage's rows)"
+    )
     meq_per_batch: int = option(
         0, "MEQ-centred batches: this many (q, MEQ) groups in every batch, the rest other questions (0: shuffled)"
     )
@@ -114,6 +123,15 @@ class TrainConfig:
             )
         if self.marker_warmup_steps < 0 or (self.marker_lr is not None and self.marker_lr <= 0):
             raise ValueError("marker_warmup_steps must be >= 0 and marker_lr > 0")
+        if self.frozen_passages and (self.grad_cache_chunk or self.marker_lr is not None or self.marker_warmup_steps):
+            raise ValueError(
+                "frozen_passages trains the query tower alone: grad_cache_chunk, marker_lr and marker_warmup_steps "
+                "(which train the passage side) do not apply"
+            )
+        if self.frozen_target not in ("sentence", "passage"):
+            raise ValueError(f"frozen_target must be 'sentence' or 'passage', got {self.frozen_target!r}")
+        if self.frozen_mask_top < 0:
+            raise ValueError(f"frozen_mask_top must be >= 0, got {self.frozen_mask_top}")
         if self.validate_every is not None and self.validate_every < 1:
             raise ValueError(f"validate_every must be >= 1 or null, got {self.validate_every}")
 

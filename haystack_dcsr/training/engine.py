@@ -34,8 +34,9 @@ from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
 from haystack_dcsr.training.losses.qq import qq_loss
 from haystack_dcsr.training.marker import MarkerOffset, attach_markers, learning_rate_schedule, marker_is_new
 from haystack_dcsr.training.memory import peak_memory_gb
-from haystack_dcsr.training.samples import Batch, SampleBuilder, batches, make_batch
+from haystack_dcsr.training.samples import Batch, Sample, SampleBuilder, batches, make_batch
 from haystack_dcsr.training.schedule import epoch_batches
+from haystack_dcsr.training.sentence_index import FrozenSentenceIndex, training_passages
 from haystack_dcsr.training.validation import RetrievalValidation
 
 logger = logging.getLogger(__name__)
@@ -167,13 +168,27 @@ class Trainer:
             meq_oversample=config.meq_oversample,
         )
         self.qp = QPLoss(self.passage.config.temperature)
+        self.index: Optional[FrozenSentenceIndex] = None  # query-side tuning's candidates (frozen_passages)
+        if config.frozen_passages:
+            self.passage.model.requires_grad_(False)
+            self.index = FrozenSentenceIndex(
+                training_passages(self.records),
+                self.builder,
+                self.passage,
+                config.frozen_mask_top,
+                config.frozen_target,
+            )
+            self.index.vectors = self.index.vectors.to(self.device)
+            if self.dist.main:
+                logger.info("query-side tuning: %d frozen sentence vectors", len(self.index))
         self._scheduled: Optional[Tuple[int, List[List]]] = None  # the last epoch's batches, built once
         self.steps_per_epoch = len(self.epoch_batches(0)) // config.grad_accumulation
         if self.steps_per_epoch == 0:
             raise ValueError(f"{len(self.records)} training records do not fill one batch of {config.batch_size}")
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
         offsets = {id(p) for p in self.markers.parameters()}
-        groups = [{"params": [p for p in self.model.parameters() if id(p) not in offsets]}]
+        trained = [p for p in self.model.parameters() if id(p) not in offsets and p.requires_grad]
+        groups = [{"params": trained}]
         if offsets:  # the marker's own group: its own rate, no weight decay
             groups.append(
                 {"params": list(self.markers.parameters()), "lr": config.marker_lr or config.lr, "weight_decay": 0.0}
@@ -230,8 +245,9 @@ class Trainer:
 
     # ---- one step -------------------------------------------------------------------------------
 
-    def encode_batch(self, batch: Batch, train: bool = True):
-        """Question vectors (+ q+/q- vectors) and candidate vectors of the global batch."""
+    def encode_batch(self, batch: Batch, train: bool = True, passages: bool = True):
+        """Question vectors (+ q+/q- vectors) and candidate vectors of the global batch (None when
+        ``passages`` is off: query-side tuning scores against its frozen index instead)."""
         rank, n_q = self.dist.rank, len(batch.questions)
         question_owner = self.dist.owners(n_q)
         mine_q = [i for i in range(n_q) if question_owner[i] == rank]
@@ -253,7 +269,7 @@ class Trainer:
         query_windows = self.query.text_windows(texts, what="Question") if texts else []
 
         passage_owner = self.dist.owners(len(batch.passages))
-        mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank]
+        mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank and passages]
         # the serving path's own windows: sentences of each passage, or each passage whole (DPR)
         units = [
             self.builder.sentences(batch.passages[i]) if self.config.level == "sentence" else [batch.passages[i].text]
@@ -281,12 +297,12 @@ class Trainer:
         dim = self.query.dim
         questions = self.dist.gather(q_vectors[: len(mine_q)] if mine_q else None, question_owner, dim, self.device)
         candidate_owner = [passage_owner[p] for p, _ in batch.candidates]
-        mine_c = [c for c, owner in enumerate(candidate_owner) if owner == rank]
+        mine_c = [c for c, owner in enumerate(candidate_owner) if owner == rank and passages]
         local_c = None
         if mine_c:
             index = [first_row[p] + (s or 0) for p, s in (batch.candidates[c] for c in mine_c)]
             local_c = p_rows[torch.tensor(index, device=p_rows.device)]
-        candidates = self.dist.gather(local_c, candidate_owner, dim, self.device)
+        candidates = self.dist.gather(local_c, candidate_owner, dim, self.device) if passages else None
 
         extra = None
         if qq:
@@ -310,9 +326,15 @@ class Trainer:
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype != torch.float32):
             return self.ddp(query_windows, n_queries, passage_windows, n_rows)
 
-    def loss(self, batch: Batch) -> Tuple[torch.Tensor, Dict[str, float]]:
-        questions, candidates, extra = self.encode_batch(batch)
-        loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)
+    def loss(self, batch: Batch, samples: Sequence[Sample] = ()) -> Tuple[torch.Tensor, Dict[str, float]]:
+        """QP (+ lambda QQ) of one micro-batch; with a frozen index, ``samples`` name each question's targets."""
+        if self.index is not None:
+            questions, _, extra = self.encode_batch(batch, passages=False)
+            positives, mask = self.index.targets(samples, questions)
+            loss = self.qp.marginal(questions, self.index.vectors, positives, mask)
+        else:
+            questions, candidates, extra = self.encode_batch(batch)
+            loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)
         parts = {"qp": float(loss.detach()), "meq_questions": float(sum(m is not None for m in batch.meqs))}
         if extra is not None:
             q_pos, q_neg, has_pos, has_neg = extra
@@ -388,7 +410,7 @@ class Trainer:
             sync = k == len(micro_batches) - 1 or self.dist.world == 1
             context = self.ddp.no_sync() if not sync else contextlib.nullcontext()
             with context:
-                loss, parts = self.loss(batch)
+                loss, parts = self.loss(batch, samples)
                 scaled = loss * self.dist.world / len(micro_batches)
                 self.scaler.scale(scaled).backward()
             if self._cached is not None:  # gradient cache: push the vectors' gradients through the towers

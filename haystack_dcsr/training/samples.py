@@ -52,6 +52,7 @@ class Sample:
     positive_keys: frozenset  # every candidate key that is a positive of this question
     paraphrase: Optional[str] = None  # q+
     meq: Optional[str] = None  # q-
+    answers: Tuple[str, ...] = ()  # what marks a false negative outside the batch (query-side tuning)
 
 
 @dataclasses.dataclass
@@ -170,7 +171,7 @@ class SampleBuilder:
             positive = Candidate(passage)
             keys = frozenset(p.key for p in record.positives)
             negatives = [Candidate(rng.choice(bm25_passages)) for _ in self.recipe if bm25_passages]
-            return Sample(record.question, positive, negatives, keys, paraphrase, meq)
+            return Sample(record.question, positive, negatives, keys, paraphrase, meq, tuple(record.answers))
         answer_sentences = self.answer_sentences(passage, record.answers)
         if not answer_sentences:  # the answer straddles a sentence boundary
             self.skipped_no_answer_sentence += 1
@@ -188,7 +189,7 @@ class SampleBuilder:
             elif bm25_passages:  # a BM25 negative, also the in-passage fallback
                 other = rng.choice(bm25_passages)
                 negatives.append(Candidate(other, rng.randrange(len(self.sentences(other)))))
-        return Sample(record.question, positive, negatives, keys, paraphrase, meq)
+        return Sample(record.question, positive, negatives, keys, paraphrase, meq, tuple(record.answers))
 
 
 def make_batch(samples: Sequence[Sample], mask_false_negatives: bool = True) -> Batch:

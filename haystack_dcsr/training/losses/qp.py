@@ -28,6 +28,15 @@ class QPLoss(torch.nn.Module):
             logits = logits.masked_fill(mask.to(logits.device), float("-inf"))
         return F.cross_entropy(logits, positives.to(logits.device))
 
+    def marginal(self, questions, candidates, positives, mask=None) -> torch.Tensor:
+        """-log of the softmax mass on each question's positives, several per question (a passage's
+        sentences); positives and mask (Q, C) bool. One positive per row is ``compute_loss_from_embeddings``."""
+        logits = questions.float() @ candidates.float().T / self.temperature
+        if mask is not None:
+            logits = logits.masked_fill(mask.to(logits.device), float("-inf"))
+        gold = logits.masked_fill(~positives.to(logits.device), float("-inf"))
+        return (torch.logsumexp(logits, dim=1) - torch.logsumexp(gold, dim=1)).mean()
+
 
 def positive_ranks(
     questions: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor = None
