@@ -43,9 +43,10 @@ with_hybrids cpu_dcsr_hard_by_dcsr_qq_mb "DCSR-hard + QQ, MEQ-centred batches" "
 # DCSR-hard at 3x and 6x the budget (STEPS=600 / STEPS=1200 benchmarks/train_cpu.sh dcsr_hard), and their hybrids (both fusions)
 with_hybrids cpu_dcsr_hard_by_dcsr_600 "DCSR-hard (mined by DCSR-ft), 600 steps" "DCSR-hard (600 steps)"
 with_hybrids cpu_dcsr_hard_by_dcsr_1200 "DCSR-hard (mined by DCSR-ft), 1200 steps" "DCSR-hard (1200 steps)"
-# query-side tuning of that model (train_cpu.sh query_side / query_side_passage): its passage tower frozen
+# query-side tuning of that model (train_cpu.sh query_side / query_side_passage / query_side_meq): its passage tower frozen
 with_hybrids cpu_qs_qq_mb "DCSR-hard + query-side tuning, QQ (1 epoch)" "DCSR-hard + query-side QQ"
 with_hybrids cpu_qs_passage_qq_mb "DCSR-hard + query-side tuning, passage target, QQ (1 epoch)" "DCSR-hard + query-side passage QQ"
+with_hybrids cpu_qs_meq_mb "DCSR-hard + query-side tuning, QQ off (1 epoch)" "DCSR-hard + query-side, QQ off"
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
 # their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
