@@ -330,8 +330,9 @@ class Trainer:
         """QP (+ lambda QQ) of one micro-batch; with a frozen index, ``samples`` name each question's targets."""
         if self.index is not None:
             questions, _, extra = self.encode_batch(batch, passages=False)
-            positives, mask = self.index.targets(samples, questions)
-            loss = self.qp.marginal(questions, self.index.vectors, positives, mask)
+            logits = self.qp.logits(questions, self.index.vectors)  # one pass over all rows serves both
+            positives, mask = self.index.targets(samples, logits.detach())
+            loss = self.qp.marginal(logits, positives, mask)
         else:
             questions, candidates, extra = self.encode_batch(batch)
             loss = self.qp(questions, candidates, batch.positives.to(self.device), batch.mask)

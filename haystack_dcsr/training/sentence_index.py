@@ -35,11 +35,9 @@ def training_passages(records: Sequence[Record]) -> List[Passage]:
     """Every passage the records name (positives, negatives, and their MEQs' positives), once each."""
     seen: Dict[str, Passage] = {}
     for record in records:
-        for meq in record.negative_questions:
-            for passage in [*meq.positives, *meq.hard_negatives, *meq.negatives]:
+        for named in [record, *record.negative_questions]:
+            for passage in [*named.positives, *named.hard_negatives, *named.negatives]:
                 seen.setdefault(passage.key, passage)
-        for passage in [*record.positives, *record.hard_negatives, *record.negatives]:
-            seen.setdefault(passage.key, passage)
     return list(seen.values())
 
 
@@ -81,16 +79,15 @@ class FrozenSentenceIndex:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def targets(self, samples: Sequence[Sample], questions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Each question's positive rows (Q, N) and its mask (True = a false negative, out of its softmax)."""
+    def targets(self, samples: Sequence[Sample], scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Each question's positive rows (Q, N) and its mask (True = a false negative, out of its softmax);
+        ``scores`` (Q, N) are the step's own logits (any increasing scale of q . row), read for the top rows."""
         missing = [s.positive.key for s in samples if s.positive.key not in self.row]
         if missing:
             raise KeyError(f"Positives not in the frozen index (built from other records?): {missing[:3]}")
         positives = torch.zeros((len(samples), len(self.keys)), dtype=torch.bool)
         mask = torch.zeros_like(positives)
-        top = min(self.mask_top, len(self.keys))
-        with torch.no_grad():
-            best = (questions.detach().float().cpu() @ self.vectors.T).topk(top, dim=1).indices.tolist() if top else []
+        best = scores.detach().topk(min(self.mask_top, len(self.keys)), dim=1).indices.cpu().tolist()
         for q, sample in enumerate(samples):
             if self.target == "passage":
                 gold = self.rows_of[sample.positive.passage.key]
@@ -101,7 +98,7 @@ class FrozenSentenceIndex:
                     if key in self.row:
                         mask[q, self.row[key]] = True
             answers = [normalize_for_matching(a) for a in sample.answers]
-            for row in best[q] if top else []:
+            for row in best[q]:
                 if contains_answer(self.normalized[row], answers):
                     mask[q, row] = True
         return positives, mask & ~positives

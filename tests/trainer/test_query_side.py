@@ -66,8 +66,8 @@ def test_targets_mask_the_other_answer_sentences_and_answer_bearing_rows_but_nev
     tower = Trainer(config(bert, tmp_path, pooling="mean", frozen_passages=True), records=records).passage
     index = FrozenSentenceIndex(training_passages(records), builder, tower, mask_top=10_000)
     sample = builder.sample(record, random.Random(0))
-    questions = torch.randn(1, index.vectors.shape[1])
-    positives, mask = index.targets([sample], questions)
+    scores = torch.randn(1, index.vectors.shape[1]) @ index.vectors.T
+    positives, mask = index.targets([sample], scores)
 
     (positive,) = torch.nonzero(positives[0]).flatten().tolist()
     assert index.keys[positive] == sample.positive.key and not mask[0, positive]
@@ -77,12 +77,12 @@ def test_targets_mask_the_other_answer_sentences_and_answer_bearing_rows_but_nev
     assert int(mask.sum()) == 2
 
     none_checked = FrozenSentenceIndex(training_passages(records), builder, tower, mask_top=0)
-    _, mask = none_checked.targets([sample], questions)
+    _, mask = none_checked.targets([sample], scores)
     assert not mask[0, none_checked.row["x#0"]] and int(mask.sum()) == 1
 
     # the passage target: every row of the gold passage is a positive, none of them masked
     by_passage = FrozenSentenceIndex(training_passages(records), builder, tower, mask_top=10_000, target="passage")
-    positives, mask = by_passage.targets([sample], questions)
+    positives, mask = by_passage.targets([sample], scores)
     gold = by_passage.rows_of[record.positives[0].key]
     assert torch.nonzero(positives[0]).flatten().tolist() == list(gold) and len(gold) == 4
     assert torch.nonzero(mask[0]).flatten().tolist() == [by_passage.row["x#0"]]
@@ -96,12 +96,12 @@ def test_the_marginal_loss_is_cross_entropy_for_one_positive_and_sums_the_mass_o
     mask = torch.zeros(3, 10, dtype=torch.bool)
     mask[0, 9] = True
     expected = qp(questions, candidates, torch.tensor([1, 4, 7]), mask)
-    assert torch.allclose(qp.marginal(questions, candidates, single, mask), expected)
+    assert torch.allclose(qp.marginal(qp.logits(questions, candidates), single, mask), expected)
     several = single.clone()
     several[:, 2] = True
     probabilities = (questions @ candidates.T / 0.5).masked_fill(mask, float("-inf")).softmax(1)
     mass = (probabilities * several).sum(1)
-    assert torch.allclose(qp.marginal(questions, candidates, several, mask), -mass.log().mean())
+    assert torch.allclose(qp.marginal(qp.logits(questions, candidates), several, mask), -mass.log().mean())
 
 
 def test_frozen_passages_rejects_settings_that_train_the_passage_side(bert, tmp_path):

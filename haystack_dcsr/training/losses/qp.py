@@ -23,19 +23,25 @@ class QPLoss(torch.nn.Module):
 
     def compute_loss_from_embeddings(self, questions, candidates, positives, mask=None) -> torch.Tensor:
         """questions (Q, d), candidates (C, d), positives (Q,) indices into C, mask (Q, C) bool."""
-        logits = questions.float() @ candidates.float().T / self.temperature
-        if mask is not None:
-            logits = logits.masked_fill(mask.to(logits.device), float("-inf"))
+        logits = _masked(self.logits(questions, candidates), mask)
         return F.cross_entropy(logits, positives.to(logits.device))
 
-    def marginal(self, questions, candidates, positives, mask=None) -> torch.Tensor:
+    def logits(self, questions, candidates) -> torch.Tensor:
+        """(Q, C) scaled scores; computed once when the caller also needs them (query-side tuning's top rows)."""
+        return questions.float() @ candidates.float().T / self.temperature
+
+    def marginal(self, logits, positives, mask=None) -> torch.Tensor:
         """-log of the softmax mass on each question's positives, several per question (a passage's
-        sentences); positives and mask (Q, C) bool. One positive per row is ``compute_loss_from_embeddings``."""
-        logits = questions.float() @ candidates.float().T / self.temperature
-        if mask is not None:
-            logits = logits.masked_fill(mask.to(logits.device), float("-inf"))
+        sentences); logits from ``logits``, positives and mask (Q, C) bool. One positive per row is
+        ``compute_loss_from_embeddings``."""
+        logits = _masked(logits, mask)
         gold = logits.masked_fill(~positives.to(logits.device), float("-inf"))
         return (torch.logsumexp(logits, dim=1) - torch.logsumexp(gold, dim=1)).mean()
+
+
+def _masked(logits: torch.Tensor, mask) -> torch.Tensor:
+    """Masked candidates leave the softmax."""
+    return logits if mask is None else logits.masked_fill(mask.to(logits.device), float("-inf"))
 
 
 def positive_ranks(
