@@ -26,8 +26,8 @@ with_hybrids() {  # RUN NAME LABEL: a trained DCSR run, then its BM25 hybrids (m
 # QQ at weight 5 (benchmarks/train_cpu.sh dcsr_qq_w5), when trained
 [ -d runs/cpu_dcsr_qq_w5/last ] && systems+=("DCSR+QQ, qq_weight 5=dcsr:runs/cpu_dcsr_qq_w5/last")
 # MEQ-centred batches (benchmarks/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
-[ -d runs/cpu_dcsr_qq_mb/last ] && systems+=("DCSR+QQ, MEQ-centred batches=dcsr:runs/cpu_dcsr_qq_mb/last")
-[ -d runs/cpu_dcsr_meq_mb/last ] && systems+=("DCSR, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_meq_mb/last")
+with_hybrids cpu_dcsr_qq_mb "DCSR+QQ, MEQ-centred batches" "DCSR+QQ (MEQ-centred)"
+with_hybrids cpu_dcsr_meq_mb "DCSR, MEQ-centred batches, QQ off" "DCSR (MEQ-centred, QQ off)"
 [ -d runs/cpu_dcsr_qq_mb1/last ] && systems+=("DCSR+QQ, MEQ-centred batches, 1 group=dcsr:runs/cpu_dcsr_qq_mb1/last")
 [ -d runs/cpu_dcsr_meq_mb1/last ] && systems+=("DCSR, MEQ-centred batches, 1 group, QQ off=dcsr:runs/cpu_dcsr_meq_mb1/last")
 # the <sent> marker's recipe and the paper's negative-sampling ablation (train_cpu.sh dcsr_marker dcsr_bm25x2 dcsr_bm25x1)
@@ -49,23 +49,20 @@ with_hybrids cpu_qs_passage_qq_mb "DCSR-hard + query-side tuning, passage target
 with_hybrids cpu_qs_meq_mb "DCSR-hard + query-side tuning, QQ off (1 epoch)" "DCSR-hard + query-side, QQ off"
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
-# their hybrids: both lists min-max scaled (the join nodes' default), and HasAns kept as a probability
-for pair in "DCSR+QQ (MEQ-centred)|DCSR+QQ, MEQ-centred batches" "DCSR (MEQ-centred, QQ off)|DCSR, MEQ-centred batches, QQ off"; do
-  label=${pair%%|*}; dense=${pair#*|}
-  [ -d runs/cpu_dcsr_qq_mb/last ] && [ -d runs/cpu_dcsr_meq_mb/last ] && systems+=(
-    "Hybrid ${label} + BM25=hybrid:${dense}+BM25" "Hybrid ${label} + BM25, HasAns as is=hybrid-hasans:${dense}+BM25")
-done
 # DCSR+QQ at 3x the budget (STEPS=600 benchmarks/train_cpu.sh dcsr_qq), and its hybrids (both fusions)
 with_hybrids cpu_dcsr_qq_600 "DCSR+QQ, 600 steps" "DCSR+QQ (600 steps)"
 # its QQ-off control at 600 steps (STEPS=600 benchmarks/train_cpu.sh dcsr_meq)
-[ -d runs/cpu_dcsr_meq_600/last ] && systems+=("DCSR, MEQ data, QQ off, 600 steps=dcsr:runs/cpu_dcsr_meq_600/last"
-                                               "Hybrid DCSR (QQ off, 600 steps) + BM25=hybrid:DCSR, MEQ data, QQ off, 600 steps+BM25")
+with_hybrids cpu_dcsr_meq_600 "DCSR, MEQ data, QQ off, 600 steps" "DCSR (QQ off, 600 steps)"
 # its <sent>-marker twin: the same file, seed and budget, the marker's recipe (STEPS=600 train_cpu.sh dcsr_meq_marker)
 [ -d runs/cpu_dcsr_meq_marker_600/last ] && systems+=(
   "DCSR, MEQ data, QQ off, 600 steps, <sent> marker (its recipe)=dcsr:runs/cpu_dcsr_meq_marker_600/last")
 # MEQ-centred batches at 3x the budget, QQ on and its QQ-off control (STEPS=600 train_cpu.sh dcsr_qq_mb dcsr_meq_mb), and their hybrids
 with_hybrids cpu_dcsr_qq_mb_600 "DCSR+QQ, MEQ-centred batches, 600 steps" "DCSR+QQ (MEQ-centred, 600 steps)"
 with_hybrids cpu_dcsr_meq_mb_600 "DCSR, MEQ-centred batches, QQ off, 600 steps" "DCSR (MEQ-centred, QQ off, 600 steps)"
+# a contrast stage on that model: one epoch over the MEQ-bearing records, passage side trained, QQ and its QQ-off
+# control (train_cpu.sh contrast_stage contrast_stage_meq)
+with_hybrids cpu_contrast_qq "DCSR-hard + contrast stage, QQ (1 MEQ epoch)" "DCSR-hard + contrast stage QQ"
+with_hybrids cpu_contrast_meq "DCSR-hard + contrast stage, QQ off (1 MEQ epoch)" "DCSR-hard + contrast stage, QQ off"
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

@@ -26,6 +26,9 @@
 # candidate; MEQ-centred batches with QQ) with trainer/configs/squad_dcsr_query_side.yaml's own budget (one epoch of 64
 # questions a step; STEPS is ignored), the answer sentence as target; query_side_passage: the gold passage's rows as
 # target; a _meq suffix on either: its QQ-off control on the same batches. Write runs/cpu_qs[_passage]_{qq,meq}_mb.
+# contrast_stage: DCSR-hard's 1200-step model trained on, passage side included, for one epoch over the records of
+# DCSR-hard's MEQ file that carry an MEQ (4,127 with 5,458 MEQs, each trained beside its question), shuffled batches,
+# QQ on, lr 1e-5 (STEPS is ignored); contrast_stage_meq: its QQ-off control. Write runs/cpu_contrast_{qq,meq}.
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -71,6 +74,14 @@ for mode in "${@:-dcsr dpr}"; do
                    qs_name+=$([[ "$m" == *_meq ]] && echo _meq_mb || echo _qq_mb)
                    .venv/bin/python -m haystack_dcsr.training train --config trainer/configs/squad_dcsr_query_side.yaml \
                      ${RESTART} "${qs[@]}" --set output_dir="runs/${qs_name}"
+                   continue ;;
+      contrast_stage|contrast_stage_meq)
+                   cs=(--set qq_form=infonce) cs_name=cpu_contrast_qq
+                   [[ "$m" == *_meq ]] && cs=(--set qq_form=null) cs_name=cpu_contrast_meq
+                   .venv/bin/python -m haystack_dcsr.training train --config trainer/configs/squad_dcsr_qq.yaml \
+                     "${COMMON[@]}" --set max_steps=null --set lr=1.0e-5 --set meq_records_only=true \
+                     --set base_model=runs/cpu_dcsr_hard_by_dcsr_1200/last \
+                     --set train_file="data/squad_train_hard_cpu_dcsr_meq.jsonl" "${cs[@]}" --set output_dir="runs/${cs_name}"
                    continue ;;
       *)           config=$m; extra=() ;;
     esac

@@ -59,6 +59,11 @@ class TrainConfig:
     meq_per_batch: int = option(
         0, "MEQ-centred batches: this many (q, MEQ) groups in every batch, the rest other questions (0: shuffled)"
     )
+    meq_records_only: bool = option(
+        False,
+        "train on the records that carry MEQs alone: a contrast stage that continues a trained model "
+        "(base_model: its directory) with every batch made of (q, MEQ) groups",
+    )
     # optimisation
     batch_size: int = option(16, "questions per global batch (all ranks together)")
     epochs: int = option(1, "passes over the training records")

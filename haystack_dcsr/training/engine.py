@@ -9,6 +9,7 @@ process on the whole batch (tested with gloo on CPU).
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import pickle
 import random
 import shutil
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -134,6 +135,14 @@ def tower_sources(config: TrainConfig) -> Dict[str, str]:
     return {"query": config.query_model or base.query_dir, "passage": config.passage_model or base.passage_dir}
 
 
+def _with_meqs(records: List[Record]) -> List[Record]:
+    """The contrast stage's records: those with an MEQ (each trains beside it, see ``train_meqs``)."""
+    kept = [r for r in records if r.negative_questions]
+    if not kept:
+        raise ValueError(f"meq_records_only: none of the {len(records)} training records carries an MEQ")
+    return kept
+
+
 class Trainer:
     """Fine-tunes the towers on ``config.train_file``; see ``TrainConfig`` for the knobs."""
 
@@ -145,6 +154,8 @@ class Trainer:
         self.device = self.dist.device()
         _seed_everything(config.seed + self.dist.rank)
         self.records = records if records is not None else self._load(config.train_file)
+        if config.meq_records_only:
+            self.records = _with_meqs(self.records)
         self.dev_records = (
             dev_records
             if dev_records is not None
@@ -268,18 +279,8 @@ class Trainer:
                     texts.append(batch.meqs[i])
         query_windows = self.query.text_windows(texts, what="Question") if texts else []
 
-        passage_owner = self.dist.owners(len(batch.passages))
-        mine_p = [i for i in range(len(batch.passages)) if passage_owner[i] == rank and passages]
-        # the serving path's own windows: sentences of each passage, or each passage whole (DPR)
-        units = [
-            self.builder.sentences(batch.passages[i]) if self.config.level == "sentence" else [batch.passages[i].text]
-            for i in mine_p
-        ]
-        passage_windows, n_rows = self.passage.windows(units)
-        first_row, row = {}, 0
-        for i, unit in zip(mine_p, units):
-            first_row[i] = row
-            row += len(unit)
+        half = self._passage_half(batch) if passages else None
+        passage_windows, n_rows = (half.windows, half.n_rows) if half else ([], 0)
 
         if train and self.config.grad_cache_chunk:
             self._cached = CachedPass(
@@ -296,13 +297,7 @@ class Trainer:
             q_vectors, p_rows = self._forward(query_windows, len(texts), passage_windows, n_rows)
         dim = self.query.dim
         questions = self.dist.gather(q_vectors[: len(mine_q)] if mine_q else None, question_owner, dim, self.device)
-        candidate_owner = [passage_owner[p] for p, _ in batch.candidates]
-        mine_c = [c for c, owner in enumerate(candidate_owner) if owner == rank and passages]
-        local_c = None
-        if mine_c:
-            index = [first_row[p] + (s or 0) for p, s in (batch.candidates[c] for c in mine_c)]
-            local_c = p_rows[torch.tensor(index, device=p_rows.device)]
-        candidates = self.dist.gather(local_c, candidate_owner, dim, self.device) if passages else None
+        candidates = self._candidates(batch, half, p_rows) if half else None
 
         extra = None
         if qq:
@@ -321,6 +316,29 @@ class Trainer:
             has = self.dist.gather(flags, question_owner, 2, self.device).detach().bool()
             extra = (q_pos, q_neg, has[:, 0], has[:, 1])
         return questions, candidates, extra
+
+    def _passage_half(self, batch: Batch) -> "_PassageHalf":
+        """This rank's passages as the serving path windows them: each passage's sentences, or the
+        passage whole (DPR), and the first row of each in the encoded rows."""
+        owner = self.dist.owners(len(batch.passages))
+        mine = [i for i in range(len(batch.passages)) if owner[i] == self.dist.rank]
+        units = [
+            self.builder.sentences(batch.passages[i]) if self.config.level == "sentence" else [batch.passages[i].text]
+            for i in mine
+        ]
+        windows, n_rows = self.passage.windows(units)
+        first_row = dict(zip(mine, itertools.accumulate((len(u) for u in units), initial=0)))
+        return _PassageHalf(owner, windows, n_rows, first_row)
+
+    def _candidates(self, batch: Batch, half: "_PassageHalf", p_rows: torch.Tensor) -> torch.Tensor:
+        """The batch's candidate vectors, gathered from the ranks that encoded their passages."""
+        candidate_owner = [half.owner[p] for p, _ in batch.candidates]
+        mine = [c for c, owner in enumerate(candidate_owner) if owner == self.dist.rank]
+        local = None
+        if mine:
+            index = [half.first_row[p] + (s or 0) for p, s in (batch.candidates[c] for c in mine)]
+            local = p_rows[torch.tensor(index, device=p_rows.device)]
+        return self.dist.gather(local, candidate_owner, self.query.dim, self.device)
 
     def _forward(self, query_windows: List[Window], n_queries: int, passage_windows: List[Window], n_rows: int):
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype != torch.float32):
@@ -588,6 +606,13 @@ class Trainer:
                     self._writer.add_scalar(key, value, record["step"])
         if self.config.log_every and record["step"] % self.config.log_every == 0:
             logger.info(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
+
+
+class _PassageHalf(NamedTuple):
+    owner: List[int]  # the rank that encodes each passage of the batch
+    windows: List[Window]
+    n_rows: int
+    first_row: Dict[int, int]  # this rank's passages: their first row among the encoded rows
 
 
 class CheckpointError(RuntimeError):

@@ -78,3 +78,22 @@ def test_trainer_trains_on_meq_centred_batches_and_its_qq_off_control_sees_the_s
     assert all("qq" in h for h in runs["infonce"]) and not any("qq" in h for h in runs[None])
     with pytest.raises(ValueError, match="meq_per_batch and meq_oversample"):
         config(bert, tmp_path, meq_per_batch=1, meq_oversample=3)
+
+
+def test_a_contrast_stage_trains_on_the_meq_records_alone_and_says_when_there_are_none(tmp_path):
+    from conftest import make_tiny_bert
+    from test_engine import config
+
+    from haystack_dcsr.training.engine import Trainer
+
+    bert = make_tiny_bert(tmp_path / "bert", max_length=128)
+    records = paired_records(n_pairs=4, n_plain=24)
+    trainer = Trainer(config(bert, tmp_path / "stage", batch_size=8, meq_records_only=True), records=records)
+    assert [r.question for r in trainer.records] == [r.question for r in records[:8]]
+    asked = [s.question for batch in trainer.epoch_batches(0) for s in batch]
+    assert trainer.steps_per_epoch == 2 and len(asked) == 16  # each of the 8 questions with its MEQ beside it
+    assert not any(q.startswith("plain") for q in asked)
+    plain = make_records(12)
+    with pytest.raises(ValueError, match="none of the 12 training records carries an MEQ"):
+        Trainer(config(bert, tmp_path / "none", batch_size=8, meq_records_only=True), records=plain)
+    assert len(plain) == 12  # the caller's list is left whole
