@@ -19,6 +19,8 @@ Runs are ``NAME[:key=value,...]`` over the README recipe; ``data=train_meq`` tra
     --run "qq:data=train_meq,epochs=1,qq_form=infonce"                  # shuffled batches, the reference
     --run "bm25x2:epochs=1,negatives=+2 BM25 random" --run "bm25x1:epochs=1,negatives=+1 BM25 random"
     --run epoch1 --run "hard:hard_of=epoch1,epochs=1"   # DCSR-hard: epoch1's towers mine the negatives, retrain
+    --run "stage:from=hard,data=train_meq,meq_records_only=true,qq_form=infonce,lr=1e-5,epochs=3"  # a contrast
+    --run "stage_off:from=hard,data=train_meq,meq_records_only=true,lr=1e-5,epochs=3"  # stage on hard, QQ and QQ off
 
 Evaluation (``run``): the benchmark's corpus (every SQuAD v1.1 paragraph, sentence-split as the
 retriever splits it), every dev question, exact top-3,000 sentence search on the GPU and HasAns
