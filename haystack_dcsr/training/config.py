@@ -62,7 +62,7 @@ class TrainConfig:
     meq_records_only: bool = option(
         False,
         "train on the records that carry MEQs alone: a contrast stage that continues a trained model "
-        "(base_model: its directory) with every batch made of (q, MEQ) groups",
+        "(base_model: its directory); with train_meqs every batch is made of (q, MEQ) groups",
     )
     # optimisation
     batch_size: int = option(16, "questions per global batch (all ranks together)")
@@ -117,6 +117,8 @@ class TrainConfig:
             raise ValueError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         if self.meq_per_batch < 0 or (self.meq_per_batch and 2 * self.meq_per_batch >= self.batch_size):
             raise ValueError(f"meq_per_batch must be >= 0 and leave room in a batch of {self.batch_size}")
+        if self.meq_per_batch and self.meq_records_only:
+            raise ValueError("meq_records_only leaves no other questions to fill meq_per_batch's batches: use one")
         if self.meq_per_batch and self.meq_oversample != 1:
             raise ValueError("meq_per_batch and meq_oversample both set how often MEQs recur: use one")
         if self.marker_init is not None and self.marker_init not in MARKER_INITS:

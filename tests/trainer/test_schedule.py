@@ -97,3 +97,5 @@ def test_a_contrast_stage_trains_on_the_meq_records_alone_and_says_when_there_ar
     with pytest.raises(ValueError, match="none of the 12 training records carries an MEQ"):
         Trainer(config(bert, tmp_path / "none", batch_size=8, meq_records_only=True), records=plain)
     assert len(plain) == 12  # the caller's list is left whole
+    with pytest.raises(ValueError, match="meq_records_only leaves no other questions"):
+        config(bert, tmp_path, batch_size=8, meq_per_batch=2, meq_records_only=True)
