@@ -27,7 +27,7 @@
 # questions a step; STEPS is ignored), the answer sentence as target; query_side_passage: the gold passage's rows as
 # target; a _meq suffix on either: its QQ-off control on the same batches. Write runs/cpu_qs[_passage]_{qq,meq}_mb.
 # contrast_stage: DCSR-hard's 1200-step model trained on, passage side included, for one epoch over the records of
-# DCSR-hard's MEQ file that carry an MEQ (4,127 with 5,458 MEQs, each trained beside its question), shuffled batches,
+# DCSR-hard's MEQ file that carry an MEQ (4,127 with 5,458 MEQs; one a record, drawn each epoch, trains beside it), shuffled batches,
 # QQ on, lr 1e-5 (STEPS is ignored); contrast_stage_meq: its QQ-off control. Write runs/cpu_contrast_{qq,meq}.
 set -euo pipefail
 STEPS=${STEPS:-200}
