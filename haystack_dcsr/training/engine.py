@@ -322,10 +322,7 @@ class Trainer:
         passage whole (DPR), and the first row of each in the encoded rows."""
         owner = self.dist.owners(len(batch.passages))
         mine = [i for i in range(len(batch.passages)) if owner[i] == self.dist.rank]
-        units = [
-            self.builder.sentences(batch.passages[i]) if self.config.level == "sentence" else [batch.passages[i].text]
-            for i in mine
-        ]
+        units = [self.builder.units(batch.passages[i], self.config.level) for i in mine]
         windows, n_rows = self.passage.windows(units)
         first_row = dict(zip(mine, itertools.accumulate((len(u) for u in units), initial=0)))
         return _PassageHalf(owner, windows, n_rows, first_row)

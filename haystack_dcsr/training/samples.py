@@ -128,6 +128,11 @@ class SampleBuilder:
             self._sentences[passage.key] = self.splitter.split(passage.text) or [passage.text]
         return self._sentences[passage.key]
 
+    def units(self, passage: Passage, level: str) -> List[str]:
+        """What a tower of ``level`` encodes of ``passage``, as the retriever serves it: its sentences
+        (DCSR), or the passage whole (DPR)."""
+        return self.sentences(passage) if level == "sentence" else [passage.text]
+
     def answer_sentences(self, passage: Passage, answers: Sequence[str]) -> List[int]:
         normalized = [normalize_for_matching(a) for a in answers]
         return [

@@ -61,7 +61,7 @@ class FrozenSentenceIndex:
     ):
         if target not in ("sentence", "passage"):
             raise ValueError(f"target must be 'sentence' or 'passage', got {target!r}")
-        units = [builder.sentences(p) if tower.config.level == "sentence" else [p.text] for p in passages]
+        units = [builder.units(p, tower.config.level) for p in passages]
         self.keys = [
             Candidate(p, j if tower.config.level == "sentence" else None).key
             for p, unit in zip(passages, units)

@@ -47,10 +47,7 @@ class RetrievalValidation:
     def __call__(self, query: QueryTower, passage: PassageTower, temperature: float) -> Dict[str, float]:
         if not self.questions:
             return {}
-        if passage.config.level == "passage":
-            units = [[p.text] for p in self.passages]
-        else:
-            units = [self.builder.sentences(p) for p in self.passages]
+        units = [self.builder.units(p, passage.config.level) for p in self.passages]
         owner = np.repeat(np.arange(len(units)), [len(u) for u in units])
         vectors = torch.from_numpy(passage.encode(units))
         questions = torch.from_numpy(query.encode(self.questions))
