@@ -1,8 +1,9 @@
 """Train DCSR with the real ``Trainer`` on a GPU machine that has no Haystack, evaluate it there,
 and bring the towers back.
 
-    # here: pack the mined training data as passage ids (~10 MB instead of 820 MB of text)
+    # here: pack the mined training data as passage ids (~9 MB of xz instead of 820 MB of text), and MiniLM
     python benchmarks/gpu_train.py pack --out .gpu/train
+    python benchmarks/gpu_train.py pack-model all-MiniLM-L6-v2 --out .gpu/minilm
     # there (device tool): train, evaluate on every SQuAD dev question, export fp16 towers in parts
     python benchmarks/gpu_train.py run --data .gpu/train --base .gpu/minilm --out $OUT \
         --run recipe:max_steps=200 --export recipe   # parts in /tmp/dcsr_export: copy <= 4 to $OUT per call
@@ -27,11 +28,16 @@ retriever splits it), every dev question, exact top-3,000 sentence search on the
 at the tower's temperature: the same ranking as DCSRRetriever over FAISS Flat. With the contrast set packed
 (``data/meq_dev`` from build-contrast-set), every run also reports the MEQ metrics of the README's
 table (ranking MR/MRR among 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-)).
+Each run writes ``NAME.ranked.json.xz`` (its served rankings of every dev and contrast question, and the
+candidates' scores): ``squad_open.py --system "NAME=ranked:FILE"`` reads it back on a machine without a
+GPU, so hybrids and paired tests of GPU-trained towers come from the CPU rows' own code, and the towers
+themselves (too large for one call's 64 MiB) need not travel. Two runs at once on one GPU:
+``benchmarks/gpu_side_by_side.sh``.
 """
 
 import argparse
-import gzip
 import json
+import lzma
 import sys
 import time
 from pathlib import Path
@@ -84,7 +90,7 @@ def pack(out: Path) -> None:
     sources = [("train", "data/squad_train_bm25.jsonl"), ("dev", "data/squad_dev_bm25.jsonl")]
     sources += [("train_meq", "data/squad_train_meq.jsonl")] if Path("data/squad_train_meq.jsonl").is_file() else []
     for name, source in sources:
-        with open(source, encoding="utf-8") as lines, gzip.open(out / f"{name}.jsonl.gz", "wt") as handle:
+        with open(source, encoding="utf-8") as lines, lzma.open(out / f"{name}.jsonl.xz", "wt") as handle:
             for number, line in enumerate(lines):
                 if name == "dev" and number >= 1000:
                     break
@@ -92,13 +98,13 @@ def pack(out: Path) -> None:
     for name in ("pairs.jsonl", "ranking.jsonl"):  # the MEQ contrast set: ids and questions only
         if (CONTRAST / name).is_file():
             (out / name).write_text((CONTRAST / name).read_text())
-    with gzip.open(out / "corpus.json.gz", "wt") as handle:
+    with lzma.open(out / "corpus.json.xz", "wt") as handle:
         json.dump(corpus, handle)
     questions = [json.loads(line) for line in open("data/squad_dev.jsonl", encoding="utf-8")]
     from squad_data import load_squad
 
     benchmark, sample = load_squad(n_questions=1000, seed=0)  # the benchmark's corpus order and question sample
-    with gzip.open(out / "dev_questions.json.gz", "wt") as handle:
+    with lzma.open(out / "dev_questions.json.xz", "wt") as handle:
         json.dump(
             {
                 "questions": [[q["question"], q["answers"]] for q in questions],
@@ -112,7 +118,7 @@ def pack(out: Path) -> None:
 
 def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
     """The packed records as the trainer's DPR-format JSONL (loaded by its own reader)."""
-    corpus = json.load(gzip.open(data / "corpus.json.gz", "rt"))
+    corpus = json.load(lzma.open(data / "corpus.json.xz", "rt"))
     passage = lambda pid: {"title": corpus[pid][0], "text": corpus[pid][1], "passage_id": pid}  # noqa: E731
 
     def record(row):
@@ -129,7 +135,7 @@ def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
         return out
 
     path = workdir / f"{name}.jsonl"
-    with gzip.open(data / f"{name}.jsonl.gz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
+    with lzma.open(data / f"{name}.jsonl.xz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
         for line in lines:
             handle.write(json.dumps(record(json.loads(line))) + "\n")
     return path
@@ -138,7 +144,8 @@ def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
 def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order=None, contrast=None):
     """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample;
     with ``contrast`` (pairs, ranking) the MEQ contrast set's metrics, as benchmarks/squad_open.py
-    reports them (``order``: the passages' ids)."""
+    reports them (``order``: the passages' ids). Also returns what ``squad_open.py``'s ``ranked:`` kind
+    reads back on another machine (``ranked_payload``): the served rankings, to fuse hybrids there."""
 
     _, _, metrics, _ = import_core()
     start = time.perf_counter()
@@ -146,7 +153,8 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     encoded = time.perf_counter() - start
     texts = [" ".join(s) for s in passages]
     rank = hasans_ranker(query_tower, vectors, owner)
-    ranked = [[texts[p] for p, _ in row] for row in rank([q for q, _ in questions])]
+    rows = rank([q for q, _ in questions])
+    ranked = [[texts[p] for p, _ in row] for row in rows]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
     report = {
         "all_dev": {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()},
@@ -156,9 +164,20 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     if sample is not None:
         sampled = [ranks[i] for i in sample]
         report["dev_1000"] = {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(sampled, KS).items()}
+    served = {"questions": [q for q, _ in questions], "ranked": by_id(rows, order)}
     if contrast is not None:
-        report["contrast"] = contrast_metrics(contrast, rank, query_tower, vectors.cpu().numpy(), owner, order, texts)
-    return report, ranks
+        report["contrast"], contrast_served = contrast_metrics(
+            contrast, rank, query_tower, vectors.cpu().numpy(), owner, order, texts
+        )
+        served.update(contrast_served)
+    return report, ranks, served
+
+
+def by_id(rows, order) -> list:
+    """Ranked rows of (passage index, HasAns) as [passage id, HasAns] lists: squad_open.py's cache rows.
+    HasAns keeps 8 significant digits (more than the float32 inner products behind it carry): full
+    doubles made all of SQuAD dev ~16 MB compressed, the device tool's limit for one file."""
+    return [[[order[i], float(f"{s:.8g}")] for i, s in row] for row in rows]
 
 
 def sentences_of(corpus: dict, ids) -> list:
@@ -185,7 +204,8 @@ def index_corpus(run_dir: Path, passages, device: str):
 def hasans_ranker(query_tower, vectors, owner, top: int = 100):
     """questions -> per question the top passages as (passage index, HasAns): exact top-3,000 sentence
     search over ``vectors`` (on their device) and HasAns over ``owner`` (passage index per sentence), at
-    the towers' temperature."""
+    the towers' temperature; HasAns as the probability DCSRRetriever serves as ``score``, which a
+    hybrid min-max scales (its log-space key ranks the same but fuses differently)."""
     import torch
 
     _, hasans, _, _ = import_core()
@@ -199,7 +219,7 @@ def hasans_ranker(query_tower, vectors, owner, top: int = 100):
             scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
             for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
                 result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
-                out.append(list(zip(result.passages[:top].tolist(), (-result.log_none[:top]).tolist())))
+                out.append(list(zip(result.passages[:top].tolist(), result.hasans[:top].tolist())))
         return out
 
     return rank
@@ -250,8 +270,9 @@ def mine_file(model: Path, records: Path, corpus_file: Path, out: Path, keep: in
     return out
 
 
-def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) -> dict:
-    """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-)."""
+def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts):
+    """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-);
+    and the contrast questions' rankings and the candidates' served scores (HasAns), for ``ranked:``."""
     import numpy as np
 
     from haystack_dcsr.evaluation import candidate_scores, pair_report, ranking_report
@@ -268,11 +289,19 @@ def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts) 
         return hasans.score_passages(query, chosen, temperature)
 
     asked = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
-    ranked_of = {q: [(order[i], s) for i, s in row] for q, row in zip(asked, rank(asked))}
-    by_id = {order[i]: text for i, text in enumerate(texts)}
+    asked_rows = by_id(rank(asked), order)
+    ranked_of = dict(zip(asked, asked_rows))
+    by_passage = {order[i]: text for i, text in enumerate(texts)}
     embed = lambda batch: query_tower.encode(batch)  # noqa: E731
     scores = candidate_scores(score, ranking)
-    return {**ranking_report(scores, ranking, pairs, embed), **pair_report(ranked_of, pairs, by_id)}
+    ranking_result = ranking_report(scores, ranking, pairs, embed)
+    served = {
+        "contrast_questions": asked,
+        "contrast_ranked": asked_rows,
+        "candidate_scores": [hasans.hasans_of_key(s).tolist() for s in scores],
+        "ranking": ranking_result,
+    }
+    return {**ranking_result, **pair_report(ranked_of, pairs, by_passage)}, served
 
 
 def export(run_dir: Path, out: Path, name: str) -> None:
@@ -316,16 +345,43 @@ def unpack(parts_dir: Path, target: Path) -> None:
         print(f"{name}: {len(parts)} parts -> {target / name}")
 
 
-def fp32_copy(base: Path, target: Path) -> Path:
-    """The base model with fp32 weights (they travel as fp16; training needs fp32 masters)."""
+def pack_model(name: str, out: Path) -> None:
+    """A base model as the device tool carries it: fp16 safetensors, xz-compressed (MiniLM: 91 MB of fp32
+    -> 41 MB, which leaves room for the records and the repository in one call's 64 MiB), with its config
+    and tokenizer files."""
     import shutil
 
-    from safetensors.torch import load_file, save_file
+    import_core()
+    from safetensors.torch import load_file, save
 
-    shutil.copytree(base, target, dirs_exist_ok=True)
-    weights = load_file(str(base / "model.safetensors"))
+    from haystack_dcsr.models import resolve_model_path
+
+    source = Path(resolve_model_path(name))
+    skip = shutil.ignore_patterns(
+        "model.safetensors", "pytorch_model.bin", "*.onnx", "onnx", "openvino", "README.md", ".git*"
+    )
+    shutil.copytree(source, out, dirs_exist_ok=True, ignore=skip)  # config, tokenizer, sentence-transformers files
+    half = {
+        k: v.half().contiguous() if v.is_floating_point() else v
+        for k, v in load_file(str(source / "model.safetensors")).items()
+    }
+    with lzma.open(out / "model.safetensors.xz", "wb", preset=9 | lzma.PRESET_EXTREME) as handle:
+        handle.write(save(half, metadata={"format": "pt"}))
+    print(f"{source} -> {out} (fp16, xz: {(out / 'model.safetensors.xz').stat().st_size / 2**20:.1f} MiB)")
+
+
+def fp32_copy(base: Path, target: Path) -> Path:
+    """The base model with fp32 weights (they travel as fp16, plain or xz-compressed; training needs fp32
+    masters)."""
+    import shutil
+
+    from safetensors.torch import load, save_file
+
+    shutil.copytree(base, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("model.safetensors*"))
+    packed = base / "model.safetensors.xz"
+    data = lzma.open(packed).read() if packed.is_file() else (base / "model.safetensors").read_bytes()
     save_file(
-        {k: v.float() if v.is_floating_point() else v for k, v in weights.items()},
+        {k: v.float() if v.is_floating_point() else v for k, v in load(data).items()},
         str(target / "model.safetensors"),
         metadata={"format": "pt"},
     )
@@ -359,17 +415,16 @@ def run(args) -> None:
     from haystack_dcsr.training.engine import Trainer
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    workdir = Path("/tmp/dcsr_gpu")
-    workdir.mkdir(exist_ok=True)
-    train_files = {
-        path.name[: -len(".jsonl.gz")]: unpacked_records(args.data, path.name[: -len(".jsonl.gz")], workdir)
-        for path in args.data.glob("*.jsonl.gz")
-        if path.name not in ("dev.jsonl.gz",)
-    }  # train (BM25 negatives), train_meq (+ MEQs and paraphrases) when packed; a run picks one by data=NAME
+    workdir = args.workdir  # one per process: two runs side by side on one GPU must not share it
+    workdir.mkdir(parents=True, exist_ok=True)
+    packed = [path.name[: -len(".jsonl.xz")] for path in args.data.glob("*.jsonl.xz") if path.name != "dev.jsonl.xz"]
+    # train (BM25 negatives), train_meq (+ MEQs and paraphrases) when packed; a run picks one by data=NAME
+    specs = parse_runs(args.run, dict.fromkeys(packed))  # before any work: a bad spec fails in seconds
+    used = {own.get("data", "train") for _, own, _ in specs}
+    train_files = {name: unpacked_records(args.data, name, workdir) for name in packed if name in used}
     dev_file = unpacked_records(args.data, "dev", workdir)
-    specs = parse_runs(args.run, train_files)  # before any training: a bad spec fails in seconds, not after a run
-    corpus = json.load(gzip.open(args.data / "corpus.json.gz", "rt"))
-    dev = json.load(gzip.open(args.data / "dev_questions.json.gz", "rt"))
+    corpus = json.load(lzma.open(args.data / "corpus.json.xz", "rt"))
+    dev = json.load(lzma.open(args.data / "dev_questions.json.xz", "rt"))
     order, questions = dev["order"], dev["questions"]
     contrast = None
     if (args.data / "pairs.jsonl").is_file():
@@ -397,6 +452,7 @@ def run(args) -> None:
         "runs": {},
     }
     base = fp32_copy(args.base, workdir / "base")
+    args.out.mkdir(parents=True, exist_ok=True)
     for name, own, overrides in specs:
         train_file = train_files[own.get("data", "train")]
         if "hard_of" in own:  # DCSR-hard: an earlier run's towers mine the negatives over the benchmark corpus
@@ -424,7 +480,9 @@ def run(args) -> None:
         start = time.perf_counter()
         history = Trainer(config).train(resume=False)
         seconds = time.perf_counter() - start
-        result, ranks = evaluate(workdir / name / "last", passages, questions, device, sample, order, contrast)
+        # the log first: a call stopped at its limit during evaluation still brings the training curve back
+        (args.out / f"{name}.log.jsonl").write_text((workdir / name / "log.jsonl").read_text())
+        result, _, served = evaluate(workdir / name / "last", passages, questions, device, sample, order, contrast)
         result.update(
             train_s=round(seconds, 1),
             steps=history[-1]["step"] if history else 0,
@@ -435,10 +493,12 @@ def run(args) -> None:
             settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")},
         )
         report["runs"][name] = result
-        (args.out / f"{name}.first_hits.json").write_text(json.dumps(ranks))
-        (args.out / f"{name}.log.jsonl").write_text((workdir / name / "log.jsonl").read_text())
         print(name, json.dumps(result), flush=True)
         (args.out / "gpu_train.json").write_text(json.dumps(report, indent=1))
+        # squad_open.py's ranked:FILE. xz preset 1: ~9 MB for all of SQuAD dev in seconds; the default
+        # preset took so long on the H100 machine that a call ran out mid-file (2026-11-26)
+        with lzma.open(args.out / f"{name}.ranked.json.xz", "wt", preset=1) as handle:
+            json.dump({"run": name, **served}, handle)
         if name in args.export:  # parts land outside $OUT: one call brings back at most 64 MiB
             args.export_dir.mkdir(parents=True, exist_ok=True)
             export(workdir / name / "last", args.export_dir, name)
@@ -449,6 +509,9 @@ def main(argv=None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("pack")
     p.add_argument("--out", type=Path, default=Path(".gpu/train"))
+    p = commands.add_parser("pack-model", help="a base model as fp16 safetensors, xz-compressed, for the device")
+    p.add_argument("model", nargs="?", default="all-MiniLM-L6-v2")
+    p.add_argument("--out", type=Path, default=Path(".gpu/minilm"))
     p = commands.add_parser("run")
     p.add_argument("--data", type=Path, default=Path(".gpu/train"))
     p.add_argument("--base", type=Path, default=Path(".gpu/minilm"))
@@ -456,6 +519,7 @@ def main(argv=None) -> None:
     p.add_argument("--run", action="append", required=True, help="NAME[:key=value,...] over the README recipe")
     p.add_argument("--export", action="append", default=[], help="runs whose towers come back (fp16, in parts)")
     p.add_argument("--export-dir", type=Path, default=Path("/tmp/dcsr_export"))
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/dcsr_gpu"), help="records, base copy and runs")
     p.add_argument("--smoke", action="store_true", help="evaluate on a slice only (checks the wiring)")
     p = commands.add_parser("unpack")
     p.add_argument("parts", type=Path)
@@ -469,6 +533,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.command == "pack":
         pack(args.out)
+    elif args.command == "pack-model":
+        pack_model(args.model, args.out)
     elif args.command == "run":
         run(args)
     elif args.command == "mine":

@@ -8,6 +8,8 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
+  ranked:FILE  a system ranked on another machine: benchmarks/gpu_train.py's NAME.ranked.json.xz (its towers'
+               served rankings of these questions and contrast pairs, candidate scores, MEQ ranking report)
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
 candidates in this workdir (their caches keep the scores): the same fusion over the candidates' scores.
 
@@ -227,6 +229,30 @@ def model_fingerprint(spec: str) -> str:
     return "@" + digest.hexdigest()[:16]
 
 
+def read_ranked(path: Path, questions: list, contrast_questions: List[str], texts: Dict[str, str]) -> Dict:
+    """A ``ranked:FILE`` system, checked against this benchmark: the same questions in the same order,
+    the same contrast questions, and passage ids of this corpus (a file of another question set or a
+    smoke run is refused, naming what differs)."""
+    import lzma
+
+    with lzma.open(path, "rt", encoding="utf-8") as handle:
+        ranked = json.load(handle)
+    asked = [q for q, _, _ in questions]
+    for key, expected in (("questions", asked), ("contrast_questions", contrast_questions)):
+        got = ranked.get(key, [])
+        if got != expected:
+            at = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+            raise ValueError(
+                f"{path}: its {len(got)} {key} are not this benchmark's {len(expected)} (first difference at {at})"
+            )
+    unknown = {
+        pid for rows in (ranked["ranked"], ranked.get("contrast_ranked", [])) for row in rows for pid, _ in row
+    } - set(texts)
+    if unknown:
+        raise ValueError(f"{path}: {len(unknown)} passage ids are not in this corpus, e.g. {sorted(unknown)[:3]}")
+    return ranked
+
+
 def load_benchmark(args: argparse.Namespace) -> Benchmark:
     pairs, ranking = load_contrast_set(args.contrast_set, args.contrast_limit)
     if not pairs:
@@ -279,6 +305,12 @@ def main() -> None:
             if "candidate_scores" in cached:
                 served_scores[name] = cached["candidate_scores"]
             print(f"{name}: cached ({cache})", flush=True)
+        elif kind == "ranked":
+            ranked = read_ranked(Path(target), questions, contrast_questions if pairs else [], texts)
+            rankings[name], contrast_rankings[name] = ranked["ranked"], ranked.get("contrast_ranked", [])
+            timing, ranking_result = {"ranked_file": target}, ranked.get("ranking", {})
+            if "candidate_scores" in ranked:
+                served_scores[name] = ranked["candidate_scores"]
         elif kind in ("hybrid", "hybrid-hasans"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
             scale = kind == "hybrid"

@@ -172,6 +172,72 @@ def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(tra
         gpu_train.parse_runs(["qq:data=train_mq"], files)
 
 
+def test_the_gpu_harness_ranks_as_the_retriever_serves_and_squad_open_reads_its_file_back(trained, tmp_path):
+    """gpu_train.py's evaluation brings back its rankings so that squad_open.py fuses hybrids of GPU-trained
+    towers here: ids and scores must be what DCSRRetriever serves (HasAns, which a hybrid min-max scales),
+    and a file of other questions or another corpus must be refused, not fused."""
+    import lzma
+
+    from benchmark_scripts import load_benchmark
+
+    gpu_train, squad_open = load_benchmark("gpu_train"), load_benchmark("squad_open")
+    _, records, _, _, _, run = trained
+    corpus = {r.positives[0].key: [r.positives[0].title, r.positives[0].text] for r in records}
+    ids = list(corpus)
+    questions = [(r.question, r.answers) for r in records]
+    report, ranks, served = gpu_train.evaluate(
+        run / "last", gpu_train.sentences_of(corpus, ids), questions, "cpu", order=ids
+    )
+
+    retriever = DCSRRetriever(model=str(run / "last"), precision="fp32", progress_bar=False)
+    retriever.document_store = store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
+    passages = [Document(content=text, id=key, meta={"title": title}) for key, (title, text) in corpus.items()]
+    store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
+    store.update_embeddings(retriever)
+    for row, docs in zip(served["ranked"], retriever.retrieve_batch([q for q, _ in questions], top_k=100)):
+        assert [pid for pid, _ in row] == [d.id for d in docs]
+        assert [score for _, score in row] == pytest.approx([d.score for d in docs], abs=1e-5)
+    assert report["all_dev"]["1"] == pytest.approx(100 * sum(r == 1 for r in ranks) / len(ranks), abs=0.05)
+
+    path = tmp_path / "run.ranked.json.xz"
+    with lzma.open(path, "wt") as handle:
+        json.dump({"run": "run", **served}, handle)
+    asked = [(q, answers, key) for (q, answers), key in zip(questions, ids)]
+    texts = {key: text for key, (_, text) in corpus.items()}
+    assert squad_open.read_ranked(path, asked, [], texts)["ranked"] == served["ranked"]
+    swapped = [asked[0], asked[2], asked[1]] + asked[3:]
+    with pytest.raises(ValueError, match=r"its 24 questions are not this benchmark's 24 \(first difference at 1\)"):
+        squad_open.read_ranked(path, swapped, [], texts)
+    with pytest.raises(ValueError, match=r"its 0 contrast_questions are not this benchmark's 1"):
+        squad_open.read_ranked(path, asked, ["What is q'?"], texts)
+    with pytest.raises(ValueError, match=r"1 passage ids are not in this corpus"):
+        squad_open.read_ranked(path, asked, [], {k: v for k, v in texts.items() if k != ids[0]})
+
+
+def test_a_base_model_packed_for_the_device_unpacks_to_its_fp16_weights_in_fp32(bert, tmp_path):
+    """gpu_train.py pack-model: fp16 + xz so MiniLM, the records and the repository fit one 64 MiB call;
+    fp32_copy there must give back every tensor (fp16-rounded) and the tokenizer, ready for training."""
+    from benchmark_scripts import load_benchmark
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    gpu_train = load_benchmark("gpu_train")
+    gpu_train.main(["pack-model", bert, "--out", str(tmp_path / "packed")])
+    assert not (tmp_path / "packed" / "model.safetensors").exists()
+    assert (tmp_path / "packed" / "model.safetensors.xz").is_file()
+    copy = gpu_train.fp32_copy(tmp_path / "packed", tmp_path / "base")
+    original, restored = load_file(f"{bert}/model.safetensors"), load_file(str(copy / "model.safetensors"))
+    assert original.keys() == restored.keys()
+    for name, tensor in original.items():
+        assert restored[name].dtype == tensor.dtype
+        assert torch.equal(restored[name], tensor.half().to(tensor.dtype) if tensor.is_floating_point() else tensor)
+    text = "Where is the Eiffel Tower?"
+    assert (
+        AutoTokenizer.from_pretrained(str(copy))(text)["input_ids"]
+        == AutoTokenizer.from_pretrained(bert)(text)["input_ids"]
+    )
+
+
 def test_a_second_round_trains_from_the_first_rounds_model_directory(trained, tmp_path):
     """DCSR-hard: base_model may be a DCSRModel directory; both towers start from its trained weights."""
     trainer, records, _, _, _, run = trained
