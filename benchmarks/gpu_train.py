@@ -116,9 +116,9 @@ def pack(out: Path) -> None:
     print(f"packed {len(corpus)} passages, {len(questions)} dev questions -> {out}")
 
 
-def unpacked_records(data: Path, name: str, workdir: Path) -> Path:
-    """The packed records as the trainer's DPR-format JSONL (loaded by its own reader)."""
-    corpus = json.load(lzma.open(data / "corpus.json.xz", "rt"))
+def unpacked_records(data: Path, name: str, workdir: Path, corpus: dict) -> Path:
+    """The packed records as the trainer's DPR-format JSONL (loaded by its own reader); ``corpus``: the
+    packed passages (``corpus.json.xz``), read once by the caller."""
     passage = lambda pid: {"title": corpus[pid][0], "text": corpus[pid][1], "passage_id": pid}  # noqa: E731
 
     def record(row):
@@ -145,7 +145,7 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
     """Top-k of the trained towers on ``questions`` (all dev), and on the benchmark's 1,000 sample;
     with ``contrast`` (pairs, ranking) the MEQ contrast set's metrics, as benchmarks/squad_open.py
     reports them (``order``: the passages' ids). Also returns what ``squad_open.py``'s ``ranked:`` kind
-    reads back on another machine (``ranked_payload``): the served rankings, to fuse hybrids there."""
+    reads back on another machine (the third value): the served rankings, to fuse hybrids there."""
 
     _, _, metrics, _ = import_core()
     start = time.perf_counter()
@@ -304,6 +304,11 @@ def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts):
     return {**ranking_result, **pair_report(ranked_of, pairs, by_passage)}, served
 
 
+def cast_floats(weights: dict, dtype) -> dict:
+    """``weights`` with every floating tensor in ``dtype`` (fp16 to travel, fp32 to train), the rest as is."""
+    return {k: v.to(dtype).contiguous() if v.is_floating_point() else v for k, v in weights.items()}
+
+
 def export(run_dir: Path, out: Path, name: str) -> None:
     """fp16 safetensors of both towers, cut into parts that fit the device tool's 16 MiB files."""
     import io
@@ -318,10 +323,7 @@ def export(run_dir: Path, out: Path, name: str) -> None:
             directory = run_dir / tower
             for path in sorted(directory.iterdir()):
                 if path.name == "model.safetensors":
-                    half = {
-                        k: v.half().contiguous() if v.is_floating_point() else v
-                        for k, v in load_file(str(path)).items()
-                    }
+                    half = cast_floats(load_file(str(path)), torch.float16)
                     staged = Path("/tmp") / f"{name}-{tower}.safetensors"
                     save_file(half, str(staged), metadata={"format": "pt"})
                     archive.add(staged, arcname=f"{tower}/model.safetensors")
@@ -351,6 +353,8 @@ def pack_model(name: str, out: Path) -> None:
     and tokenizer files."""
     import shutil
 
+    import torch
+
     import_core()
     from safetensors.torch import load_file, save
 
@@ -361,10 +365,7 @@ def pack_model(name: str, out: Path) -> None:
         "model.safetensors", "pytorch_model.bin", "*.onnx", "onnx", "openvino", "README.md", ".git*"
     )
     shutil.copytree(source, out, dirs_exist_ok=True, ignore=skip)  # config, tokenizer, sentence-transformers files
-    half = {
-        k: v.half().contiguous() if v.is_floating_point() else v
-        for k, v in load_file(str(source / "model.safetensors")).items()
-    }
+    half = cast_floats(load_file(str(source / "model.safetensors")), torch.float16)
     with lzma.open(out / "model.safetensors.xz", "wb", preset=9 | lzma.PRESET_EXTREME) as handle:
         handle.write(save(half, metadata={"format": "pt"}))
     print(f"{source} -> {out} (fp16, xz: {(out / 'model.safetensors.xz').stat().st_size / 2**20:.1f} MiB)")
@@ -375,13 +376,14 @@ def fp32_copy(base: Path, target: Path) -> Path:
     masters)."""
     import shutil
 
+    import torch
     from safetensors.torch import load, save_file
 
     shutil.copytree(base, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("model.safetensors*"))
     packed = base / "model.safetensors.xz"
     data = lzma.open(packed).read() if packed.is_file() else (base / "model.safetensors").read_bytes()
     save_file(
-        {k: v.float() if v.is_floating_point() else v for k, v in load(data).items()},
+        cast_floats(load(data), torch.float32),
         str(target / "model.safetensors"),
         metadata={"format": "pt"},
     )
@@ -421,9 +423,9 @@ def run(args) -> None:
     # train (BM25 negatives), train_meq (+ MEQs and paraphrases) when packed; a run picks one by data=NAME
     specs = parse_runs(args.run, dict.fromkeys(packed))  # before any work: a bad spec fails in seconds
     used = {own.get("data", "train") for _, own, _ in specs}
-    train_files = {name: unpacked_records(args.data, name, workdir) for name in packed if name in used}
-    dev_file = unpacked_records(args.data, "dev", workdir)
     corpus = json.load(lzma.open(args.data / "corpus.json.xz", "rt"))
+    train_files = {name: unpacked_records(args.data, name, workdir, corpus) for name in packed if name in used}
+    dev_file = unpacked_records(args.data, "dev", workdir, corpus)
     dev = json.load(lzma.open(args.data / "dev_questions.json.xz", "rt"))
     order, questions = dev["order"], dev["questions"]
     contrast = None

@@ -298,19 +298,18 @@ def main() -> None:
     for spec in args.system or DEFAULT_SYSTEMS:
         name, kind, target = parse_system(spec)
         cache = bench.cache_file(args.workdir, spec)
-        if cache.is_file():
-            cached = json.loads(cache.read_text())
-            rankings[name], contrast_rankings[name] = cached["ranked"], cached["contrast_ranked"]
-            timing, ranking_result = cached["timing"], cached["ranking"]
-            if "candidate_scores" in cached:
-                served_scores[name] = cached["candidate_scores"]
+        stored = None  # rankings measured before (this workdir's cache) or on another machine (ranked:FILE)
+        if kind == "ranked":
+            stored = {"timing": {"ranked_file": target}, "contrast_ranked": [], "ranking": {}}
+            stored.update(read_ranked(Path(target), questions, contrast_questions if pairs else [], texts))
+        elif cache.is_file():
+            stored = json.loads(cache.read_text())
             print(f"{name}: cached ({cache})", flush=True)
-        elif kind == "ranked":
-            ranked = read_ranked(Path(target), questions, contrast_questions if pairs else [], texts)
-            rankings[name], contrast_rankings[name] = ranked["ranked"], ranked.get("contrast_ranked", [])
-            timing, ranking_result = {"ranked_file": target}, ranked.get("ranking", {})
-            if "candidate_scores" in ranked:
-                served_scores[name] = ranked["candidate_scores"]
+        if stored is not None:
+            rankings[name], contrast_rankings[name] = stored["ranked"], stored["contrast_ranked"]
+            timing, ranking_result = stored["timing"], stored["ranking"]
+            if "candidate_scores" in stored:
+                served_scores[name] = stored["candidate_scores"]
         elif kind in ("hybrid", "hybrid-hasans"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
             scale = kind == "hybrid"
