@@ -6,6 +6,8 @@
 #   RUNS="marker:epochs=1,pooling=marker,... epoch1" bash benchmarks/gpu_side_by_side.sh   # names become folders
 # Needs: .gpu/train (gpu_train.py pack), .gpu/minilm (fp16 base), .whl (nltk + defusedxml wheels); writes
 # $OUT/<run>/{gpu_train.json,<run>.log.jsonl,<run>.ranked.json.xz} and $OUT/<run>.console.log.
+# A call that runs out while evaluating: call again at once (the machine is kept ~30 s) with EVAL_ONLY=1 and the
+# same RUNS; it evaluates what the first call trained (its workdirs in /tmp) without training again.
 set -u
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -18,7 +20,7 @@ pids=()
 for spec in ${RUNS:?set RUNS to run specs, space-separated}; do
   name=${spec%%:*}
   python3 benchmarks/gpu_train.py run --data .gpu/train --base .gpu/minilm --workdir "/tmp/dcsr_gpu_$name" \
-    --out "$OUT/$name" --run "$spec" ${SMOKE:+--smoke} > "$OUT/$name.console.log" 2>&1 &
+    --out "$OUT/$name" --run "$spec" ${SMOKE:+--smoke} ${EVAL_ONLY:+--eval-only} > "$OUT/$name.console.log" 2>&1 &
   pids+=($!)
 done
 status=0

@@ -36,6 +36,7 @@ themselves (too large for one call's 64 MiB) need not travel. Two runs at once o
 """
 
 import argparse
+import itertools
 import json
 import lzma
 import sys
@@ -72,32 +73,57 @@ PART = 15 * 2**20
 OWN_KEYS = ("data", "hard_of", "hard_keep", "from")
 
 
-def pack(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    corpus = {}
+def packed_row(r: dict, corpus: dict) -> list:
+    """[question, answers, positives, negatives(, paraphrases, [packed MEQ, ...])], passages as ids into ``corpus``."""
 
     def ids(passages):
         for p in passages:
             corpus[p["passage_id"]] = [p["title"], p["text"]]
         return [p["passage_id"] for p in passages]
 
-    def packed(r):  # [question, answers, positives, negatives(, paraphrases, [packed MEQ, ...])]
-        row = [r["question"], r["answers"], ids(r["positive_ctxs"]), ids(r.get("hard_negative_ctxs", []))]
-        if r.get("positive_questions") or r.get("negative_questions"):
-            row += [r.get("positive_questions", []), [packed(m) for m in r.get("negative_questions", [])]]
-        return row
+    row = [r["question"], r["answers"], ids(r["positive_ctxs"]), ids(r.get("hard_negative_ctxs", []))]
+    if r.get("positive_questions") or r.get("negative_questions"):
+        row += [r.get("positive_questions", []), [packed_row(m, corpus) for m in r.get("negative_questions", [])]]
+    return row
 
-    sources = [("train", "data/squad_train_bm25.jsonl"), ("dev", "data/squad_dev_bm25.jsonl")]
-    sources += [("train_meq", "data/squad_train_meq.jsonl")] if Path("data/squad_train_meq.jsonl").is_file() else []
-    for name, source in sources:
-        with open(source, encoding="utf-8") as lines, lzma.open(out / f"{name}.jsonl.xz", "wt") as handle:
+
+def pack_records(source: Path, target: Path, corpus: dict, limit=None, over=None) -> None:
+    """DPR-format JSONL as packed rows. ``over=(name, path)``: ``source`` is that file line for line plus
+    MEQs and paraphrases (build-meq-augmentation's output), so only the additions are written, as
+    ``[line, paraphrases, MEQs]`` under an ``{"over": name}`` header: the MEQ file's 4.2 MB of xz would
+    repeat train's and leave one call's 64 MiB short."""
+    with open(source, encoding="utf-8") as lines, lzma.open(target, "wt") as handle:
+        if over is None:
             for number, line in enumerate(lines):
-                if name == "dev" and number >= 1000:
+                if limit is not None and number >= limit:
                     break
-                handle.write(json.dumps(packed(json.loads(line))) + "\n")
-    for name in ("pairs.jsonl", "ranking.jsonl"):  # the MEQ contrast set: ids and questions only
-        if (CONTRAST / name).is_file():
-            (out / name).write_text((CONTRAST / name).read_text())
+                handle.write(json.dumps(packed_row(json.loads(line), corpus)) + "\n")
+            return
+        name, base_path = over
+        handle.write(json.dumps({"over": name}) + "\n")
+        with open(base_path, encoding="utf-8") as base_lines:
+            for number, (line, base_line) in enumerate(itertools.zip_longest(lines, base_lines)):
+                if line is None or base_line is None:
+                    raise ValueError(f"{source} and {base_path} differ in length (one ends at line {number + 1})")
+                row, base = packed_row(json.loads(line), corpus), packed_row(json.loads(base_line), corpus)
+                if row[:4] != base[:4]:
+                    raise ValueError(f"line {number + 1} of {source} is not line {number + 1} of {base_path}")
+                if len(row) > 4:
+                    handle.write(json.dumps([number, *row[4:]]) + "\n")
+
+
+def pack(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = {}
+    train = Path("data/squad_train_bm25.jsonl")
+    pack_records(train, out / "train.jsonl.xz", corpus)
+    pack_records(Path("data/squad_dev_bm25.jsonl"), out / "dev.jsonl.xz", corpus, limit=1000)
+    if Path("data/squad_train_meq.jsonl").is_file():
+        pack_records(Path("data/squad_train_meq.jsonl"), out / "train_meq.jsonl.xz", corpus, over=("train", train))
+    for name in ("pairs", "ranking"):  # the MEQ contrast set: ids and questions only
+        if (CONTRAST / f"{name}.jsonl").is_file():
+            with lzma.open(out / f"contrast_{name}.json.xz", "wt") as handle:
+                handle.write((CONTRAST / f"{name}.jsonl").read_text())
     with lzma.open(out / "corpus.json.xz", "wt") as handle:
         json.dump(corpus, handle)
     questions = [json.loads(line) for line in open("data/squad_dev.jsonl", encoding="utf-8")]
@@ -136,8 +162,19 @@ def unpacked_records(data: Path, name: str, workdir: Path, corpus: dict) -> Path
 
     path = workdir / f"{name}.jsonl"
     with lzma.open(data / f"{name}.jsonl.xz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(record(json.loads(line))) + "\n")
+        first = next(lines, None)
+        header = json.loads(first) if first else None
+        if isinstance(header, dict):  # additions over another packed file (pack_records' over=)
+            base_file = data / f"{header['over']}.jsonl.xz"
+            if not base_file.is_file():
+                raise ValueError(f"{name}.jsonl.xz adds to {base_file.name}, which is not packed beside it")
+            added = {row[0]: row[1:] for row in map(json.loads, lines)}
+            with lzma.open(base_file, "rt") as base:
+                for number, line in enumerate(base):
+                    handle.write(json.dumps(record(json.loads(line) + added.get(number, []))) + "\n")
+        else:
+            for line in itertools.chain([first] if first else [], lines):
+                handle.write(json.dumps(record(json.loads(line))) + "\n")
     return path
 
 
@@ -349,7 +386,7 @@ def unpack(parts_dir: Path, target: Path) -> None:
 
 def pack_model(name: str, out: Path) -> None:
     """A base model as the device tool carries it: fp16 safetensors, xz-compressed (MiniLM: 91 MB of fp32
-    -> 41 MB, which leaves room for the records and the repository in one call's 64 MiB), with its config
+    -> 39 MB, which leaves room for the records and the repository in one call's 64 MiB), with its config
     and tokenizer files."""
     import shutil
 
@@ -366,7 +403,9 @@ def pack_model(name: str, out: Path) -> None:
     )
     shutil.copytree(source, out, dirs_exist_ok=True, ignore=skip)  # config, tokenizer, sentence-transformers files
     half = cast_floats(load_file(str(source / "model.safetensors")), torch.float16)
-    with lzma.open(out / "model.safetensors.xz", "wb", preset=9 | lzma.PRESET_EXTREME) as handle:
+    # lp=1, pb=1, lc=0: LZMA2 told the data are 2-byte values (fp16), 2 MB smaller than preset 9e; a plain .xz still
+    two_byte = [{"id": lzma.FILTER_LZMA2, "preset": 6, "lp": 1, "pb": 1, "lc": 0}]
+    with lzma.open(out / "model.safetensors.xz", "wb", filters=two_byte) as handle:
         handle.write(save(half, metadata={"format": "pt"}))
     print(f"{source} -> {out} (fp16, xz: {(out / 'model.safetensors.xz').stat().st_size / 2**20:.1f} MiB)")
 
@@ -429,10 +468,10 @@ def run(args) -> None:
     dev = json.load(lzma.open(args.data / "dev_questions.json.xz", "rt"))
     order, questions = dev["order"], dev["questions"]
     contrast = None
-    if (args.data / "pairs.jsonl").is_file():
+    if (args.data / "contrast_pairs.json.xz").is_file():
         contrast = tuple(
-            [json.loads(line) for line in (args.data / name).read_text().splitlines() if line.strip()]
-            for name in ("pairs.jsonl", "ranking.jsonl")
+            [json.loads(line) for line in lzma.open(args.data / f"contrast_{name}.json.xz", "rt") if line.strip()]
+            for name in ("pairs", "ranking")
         )
     first = {}
     for i, (q, _) in enumerate(questions):
@@ -457,7 +496,8 @@ def run(args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for name, own, overrides in specs:
         train_file = train_files[own.get("data", "train")]
-        if "hard_of" in own:  # DCSR-hard: an earlier run's towers mine the negatives over the benchmark corpus
+        # DCSR-hard: an earlier run's towers mine the negatives over the benchmark corpus
+        if "hard_of" in own and not args.eval_only:
             train_file = mine_dense(
                 workdir / own["hard_of"] / "last",
                 train_file,
@@ -480,13 +520,19 @@ def run(args) -> None:
         recipe_file.write_text(json.dumps(values))  # JSON is YAML
         config = TrainConfig.from_yaml(recipe_file, overrides)
         start = time.perf_counter()
-        history = Trainer(config).train(resume=False)
-        seconds = time.perf_counter() - start
+        if args.eval_only:  # a run trained by an earlier call on this warm machine (that call ran out evaluating)
+            if not (workdir / name / "last").is_dir():
+                raise ValueError(f"--eval-only: run {name!r} has no trained model in {workdir / name} (train it first)")
+            lines = (workdir / name / "log.jsonl").read_text().splitlines()
+            history, seconds = [r for r in map(json.loads, lines) if "loss" in r], None
+        else:
+            history = Trainer(config).train(resume=False)
+            seconds = round(time.perf_counter() - start, 1)
         # the log first: a call stopped at its limit during evaluation still brings the training curve back
         (args.out / f"{name}.log.jsonl").write_text((workdir / name / "log.jsonl").read_text())
         result, _, served = evaluate(workdir / name / "last", passages, questions, device, sample, order, contrast)
         result.update(
-            train_s=round(seconds, 1),
+            train_s=seconds,
             steps=history[-1]["step"] if history else 0,
             first_loss=round(sum(h["loss"] for h in history[:10]) / max(1, len(history[:10])), 4),
             last_loss=round(sum(h["loss"] for h in history[-10:]) / max(1, len(history[-10:])), 4),
@@ -523,6 +569,7 @@ def main(argv=None) -> None:
     p.add_argument("--export-dir", type=Path, default=Path("/tmp/dcsr_export"))
     p.add_argument("--workdir", type=Path, default=Path("/tmp/dcsr_gpu"), help="records, base copy and runs")
     p.add_argument("--smoke", action="store_true", help="evaluate on a slice only (checks the wiring)")
+    p.add_argument("--eval-only", action="store_true", help="evaluate the runs an earlier call trained in --workdir")
     p = commands.add_parser("unpack")
     p.add_argument("parts", type=Path)
     p.add_argument("target", type=Path)

@@ -417,3 +417,44 @@ def test_gradient_cache_replays_each_chunk_with_its_own_dropout_masks(bert, tmp_
     monkeypatch.setattr(torch, "set_rng_state", lambda state: None)  # control: no restore, other masks
     monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device=None: None)
     assert largest_replay_gap(tmp_path / "not_restored") > 1e-3
+
+
+def test_the_meq_file_travels_as_additions_to_the_training_records_and_unpacks_whole(tmp_path):
+    """gpu_train.py pack: the MEQ file is the BM25 file plus MEQs and paraphrases, so only those travel
+    (4.2 MB of xz became 0.1 MB, which let the MEQ runs fit one 64 MiB call); unpacked there, it must be
+    the very records the trainer would read here, and a file that is not the base plus additions is refused."""
+    import lzma
+
+    from benchmark_scripts import load_benchmark
+
+    gpu_train = load_benchmark("gpu_train")
+    records = make_records(6)
+    write_records(records, tmp_path / "train.jsonl")
+    augmented = [dataclasses.replace(r) for r in records]
+    augmented[1].negative_questions = [dataclasses.replace(records[4], hard_negatives=[])]
+    augmented[1].positive_questions = ["what's the capital city of it?"]
+    augmented[3].negative_questions = [dataclasses.replace(records[0], hard_negatives=[])]
+    write_records(augmented, tmp_path / "meq.jsonl")
+    packed, corpus = tmp_path / "packed", {}
+    packed.mkdir()
+    gpu_train.pack_records(tmp_path / "train.jsonl", packed / "train.jsonl.xz", corpus)
+    over = ("train", tmp_path / "train.jsonl")
+    gpu_train.pack_records(tmp_path / "meq.jsonl", packed / "train_meq.jsonl.xz", corpus, over=over)
+    with lzma.open(packed / "train_meq.jsonl.xz", "rt") as handle:
+        header, *added = [json.loads(line) for line in handle]
+    assert header == {"over": "train"} and [row[0] for row in added] == [1, 3]  # the two augmented lines only
+    for name, expected in (("train", records), ("train_meq", augmented)):
+        unpacked = load_records(gpu_train.unpacked_records(packed, name, tmp_path, corpus)).records
+        assert [r.to_json() for r in unpacked] == [r.to_json() for r in expected]
+
+    write_records(records[:5], tmp_path / "short.jsonl")
+    with pytest.raises(ValueError, match="differ in length"):
+        gpu_train.pack_records(tmp_path / "meq.jsonl", tmp_path / "x.xz", {}, over=("train", tmp_path / "short.jsonl"))
+    write_records([records[1], records[0], *records[2:]], tmp_path / "swapped.jsonl")
+    with pytest.raises(ValueError, match=r"line 1 of .*meq.jsonl is not line 1 of .*swapped.jsonl"):
+        gpu_train.pack_records(
+            tmp_path / "meq.jsonl", tmp_path / "x.xz", {}, over=("train", tmp_path / "swapped.jsonl")
+        )
+    (packed / "train.jsonl.xz").unlink()
+    with pytest.raises(ValueError, match="train_meq.jsonl.xz adds to train.jsonl.xz, which is not packed beside it"):
+        gpu_train.unpacked_records(packed, "train_meq", tmp_path, corpus)
