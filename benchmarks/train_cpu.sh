@@ -12,6 +12,7 @@
 # dcsr_qq_w5: DCSR + QQ with qq_weight 5 (the QQ term at about QP's size; it is ~1/4 of it at weight 1).
 # MEQ-centred batches (4 (q, MEQ) groups in every batch): dcsr_qq_mb (QQ) and dcsr_meq_mb (its QQ-off control);
 # dcsr_qq_mb1 / dcsr_meq_mb1: the same with 1 group a batch (4 cost 1.2 top-1 against shuffled batches).
+# dcsr_qq_mb_dot / dcsr_qq_mb_triplet: dcsr_qq_mb with the MEQ paper's other two QQ forms (margin 1, on QP's scale).
 # dcsr_marker: DCSR with the <sent> marker's recipe (mean init, own lr 1e-3, 20 marker-only steps);
 # dcsr_meq_marker: the same recipe on dcsr_meq's file and settings (QQ off), the marker twin of dcsr_meq.
 # The paper's negative-sampling ablation (dcsr is "+1 in-passage +1 BM25 random"): dcsr_bm25x1
@@ -51,6 +52,8 @@ for mode in "${@:-dcsr dpr}"; do
       dcsr_meq_os) config=dcsr_qq; extra=(--set meq_oversample=5 --set qq_form=null) ;;
       dcsr_qq_mb)  config=dcsr_qq; extra=(--set meq_per_batch=4) ;;
       dcsr_meq_mb) config=dcsr_qq; extra=(--set meq_per_batch=4 --set qq_form=null) ;;
+      dcsr_qq_mb_dot|dcsr_qq_mb_triplet)
+                   config=dcsr_qq; extra=(--set meq_per_batch=4 --set qq_form=${m#dcsr_qq_mb_}) ;;
       dcsr_qq_mb1)  config=dcsr_qq; extra=(--set meq_per_batch=1) ;;
       dcsr_meq_mb1) config=dcsr_qq; extra=(--set meq_per_batch=1 --set qq_form=null) ;;
       dcsr_marker) config=dcsr; extra=("${MARKER[@]}") ;;

@@ -81,7 +81,7 @@ class TrainConfig:
     qq_form: Optional[str] = option(None, "QQ loss: infonce, dot, triplet or null (off)")
     qq_weight: float = option(1.0, "lambda in L = QP + lambda * QQ")
     qq_start_epoch: int = option(0, "first epoch with the QQ term")
-    qq_margin: float = option(1.0, "triplet margin")
+    qq_margin: float = option(1.0, "triplet margin, in QP's units (q . x / temperature)")
     qq_fallback_positive: str = option("dropout", "q+ without a paraphrase: dropout (q, another mask) or none")
     # validation, checkpoints, logs
     seed: int = option(42, "seed of sampling, dropout and initialisation")

@@ -57,6 +57,9 @@ def test_dot_and_triplet_qq():
     # margins: max(0, 1 - 3 + 2) = 0 ; max(0, 1 - 1 + -1) = 0 -> with margin 3: [2, 1]
     assert float(TripletQQLoss(margin=1.0)(q, q_pos, q_neg)) == pytest.approx(0.0)
     assert float(TripletQQLoss(margin=3.0)(q, q_pos, q_neg)) == pytest.approx(1.5)
+    # on QP's scale, the margin in its units: q . q+ = [3, 1] -> [6, 2], q . q- = [2, -1] -> [4, -2]
+    assert float(DotQQLoss(temperature=0.5)(q, q_neg)) == pytest.approx((4.0 + -2.0) / 2)
+    assert float(TripletQQLoss(margin=3.0, temperature=0.5)(q, q_pos, q_neg)) == pytest.approx((1.0 + 0.0) / 2)
 
 
 def test_qq_dispatch_uses_only_questions_with_the_needed_parts():
@@ -67,6 +70,7 @@ def test_qq_dispatch_uses_only_questions_with_the_needed_parts():
     has_neg = torch.tensor([False, True, True])
     assert float(qq_loss("dot", q, q_pos, q_neg, has_pos, has_neg)) == pytest.approx((3.0 + 1.0) / 2)
     assert float(qq_loss("triplet", q, q_pos, q_neg, has_pos, has_neg, margin=2.0)) == pytest.approx(2.0)
+    assert float(qq_loss("dot", q, q_pos, q_neg, has_pos, has_neg, temperature=0.05)) == pytest.approx(40.0)
     with pytest.raises(ValueError, match="infonce, dot or triplet"):
         qq_loss("cosine", q, q_pos, q_neg, has_pos, has_neg)
     empty = torch.zeros((0, 2))

@@ -8,6 +8,11 @@ Three forms, each over the questions of the batch that have the parts it needs:
   other questions' paraphrases and MEQs serve as in-batch negatives.
 - ``dot``: mean of q . q- (push the MEQ away; no paraphrase needed).
 - ``triplet``: mean of max(0, margin - q . q+ + q . q-).
+
+All three compare questions on the scale QP scores passages: q . x / temperature. With the paper's raw
+dot products (temperature 1) that is q . x itself; with normalised vectors at 0.05 (the sentence-
+transformers geometry) a cosine is 1/20 of a logit, and an unscaled dot or triplet term would reach
+the encoder with 1/20 of InfoNCE's gradient at the same weight. The triplet margin is in those units.
 """
 
 import torch
@@ -33,6 +38,10 @@ class InfoNCEQQLoss(torch.nn.Module):
 
 
 class DotQQLoss(torch.nn.Module):
+    def __init__(self, temperature: float = 1.0):
+        super().__init__()
+        self.temperature = temperature
+
     def forward(self, q, q_neg):
         return self.compute_loss_from_embeddings(q, q_neg)
 
@@ -40,13 +49,14 @@ class DotQQLoss(torch.nn.Module):
         """q, q_neg (M, d): questions that have an MEQ, and that MEQ."""
         if len(q) == 0:
             return q.new_zeros(())
-        return (q.float() * q_neg.float()).sum(-1).mean()
+        return (q.float() * q_neg.float()).sum(-1).mean() / self.temperature
 
 
 class TripletQQLoss(torch.nn.Module):
-    def __init__(self, margin: float = 1.0):
+    def __init__(self, margin: float = 1.0, temperature: float = 1.0):
         super().__init__()
         self.margin = margin
+        self.temperature = temperature
 
     def forward(self, q, q_pos, q_neg):
         return self.compute_loss_from_embeddings(q, q_pos, q_neg)
@@ -55,8 +65,8 @@ class TripletQQLoss(torch.nn.Module):
         """q, q_pos, q_neg (T, d): questions with both a paraphrase and an MEQ."""
         if len(q) == 0:
             return q.new_zeros(())
-        pos = (q.float() * q_pos.float()).sum(-1)
-        neg = (q.float() * q_neg.float()).sum(-1)
+        pos = (q.float() * q_pos.float()).sum(-1) / self.temperature
+        neg = (q.float() * q_neg.float()).sum(-1) / self.temperature
         return F.relu(self.margin - pos + neg).mean()
 
 
@@ -65,8 +75,8 @@ def qq_loss(form: str, q, q_pos, q_neg, has_pos, has_neg, margin: float = 1.0, t
     if form == "infonce":
         return InfoNCEQQLoss(temperature)(q[has_pos], q_pos[has_pos], q_neg[has_neg])
     if form == "dot":
-        return DotQQLoss()(q[has_neg], q_neg[has_neg])
+        return DotQQLoss(temperature)(q[has_neg], q_neg[has_neg])
     if form == "triplet":
         both = has_pos & has_neg
-        return TripletQQLoss(margin)(q[both], q_pos[both], q_neg[both])
+        return TripletQQLoss(margin, temperature)(q[both], q_pos[both], q_neg[both])
     raise ValueError(f"QQ loss form must be infonce, dot or triplet, got {form!r}")
