@@ -162,19 +162,20 @@ def unpacked_records(data: Path, name: str, workdir: Path, corpus: dict) -> Path
 
     path = workdir / f"{name}.jsonl"
     with lzma.open(data / f"{name}.jsonl.xz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
-        first = next(lines, None)
-        header = json.loads(first) if first else None
-        if isinstance(header, dict):  # additions over another packed file (pack_records' over=)
-            base_file = data / f"{header['over']}.jsonl.xz"
+        rows = map(json.loads, lines)
+        first = next(rows, None)
+        if isinstance(first, dict):  # additions over another packed file (pack_records' over=)
+            base_file = data / f"{first['over']}.jsonl.xz"
             if not base_file.is_file():
                 raise ValueError(f"{name}.jsonl.xz adds to {base_file.name}, which is not packed beside it")
-            added = {row[0]: row[1:] for row in map(json.loads, lines)}
+            added = {row[0]: row[1:] for row in rows}
             with lzma.open(base_file, "rt") as base:
-                for number, line in enumerate(base):
-                    handle.write(json.dumps(record(json.loads(line) + added.get(number, []))) + "\n")
+                rows = (json.loads(line) + added.get(number, []) for number, line in enumerate(base))
+                for row in rows:
+                    handle.write(json.dumps(record(row)) + "\n")
         else:
-            for line in itertools.chain([first] if first else [], lines):
-                handle.write(json.dumps(record(json.loads(line))) + "\n")
+            for row in itertools.chain([first] if first is not None else [], rows):
+                handle.write(json.dumps(record(row)) + "\n")
     return path
 
 
