@@ -8,6 +8,7 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
+  hybrid-rrf:A+B      reciprocal rank fusion of the two, as Haystack's JoinDocuments(join_mode="reciprocal_rank_fusion")
   ranked:FILE  a system ranked on another machine: benchmarks/gpu_train.py's NAME.ranked.json.xz (its towers'
                served rankings of these questions and contrast pairs, candidate scores, MEQ ranking report)
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
@@ -310,17 +311,15 @@ def main() -> None:
             timing, ranking_result = stored["timing"], stored["ranking"]
             if "candidate_scores" in stored:
                 served_scores[name] = stored["candidate_scores"]
-        elif kind in ("hybrid", "hybrid-hasans"):
+        elif kind in ("hybrid", "hybrid-hasans", "hybrid-rrf"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
-            scale = kind == "hybrid"
+            how = {"scale_hasans": kind != "hybrid-hasans", "rrf": kind == "hybrid-rrf"}
             start = time.perf_counter()
-            rankings[name] = fuse_rankings(rankings[dense], rankings[sparse], scale_hasans=scale)
-            contrast_rankings[name] = fuse_rankings(
-                contrast_rankings[dense], contrast_rankings[sparse], scale_hasans=scale
-            )
+            rankings[name] = fuse_rankings(rankings[dense], rankings[sparse], **how)
+            contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse], **how)
             timing, ranking_result = {"fuse_s": time.perf_counter() - start}, {}
             if pairs and dense in served_scores and sparse in served_scores:
-                fused = fuse_candidate_scores(served_scores[dense], served_scores[sparse], ranking, scale_hasans=scale)
+                fused = fuse_candidate_scores(served_scores[dense], served_scores[sparse], ranking, **how)
                 ranking_result = ranking_report(fused, ranking, pairs)
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
 from haystack_dcsr.meq import question_word, words
 from haystack_dcsr.metrics import (
     first_hit_ranks,
@@ -69,15 +69,20 @@ def retrieval_report(ranked: Ranked, questions: Sequence[Question], texts: Dict[
     }
 
 
-def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5, scale_hasans: bool = True) -> Ranked:
+def fuse_rankings(
+    dense: Ranked, sparse: Ranked, weight: float = 0.5, scale_hasans: bool = True, rrf: bool = False
+) -> Ranked:
     """weight * dense score + (1 - weight) * BM25 score, both min-max scaled per question, over the
     union of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). ``scale_hasans=False``
     keeps a probability (HasAns) as it is, the fusion of the README's earlier hybrid rows; dense
-    scores outside [0, 1] are scaled either way."""
-    return [_fuse_one(d, s, weight, scale_hasans, DEPTH) for d, s in zip(dense, sparse)]
+    scores outside [0, 1] are scaled either way. ``rrf=True`` fuses ranks instead of scores, as
+    Haystack's ``JoinDocuments(join_mode="reciprocal_rank_fusion")`` does."""
+    return [_fuse_one(d, s, weight, scale_hasans, DEPTH, rrf) for d, s in zip(dense, sparse)]
 
 
-def _fuse_one(dense, sparse, weight: float, scale_hasans: bool, depth: Optional[int]):
+def _fuse_one(dense, sparse, weight: float, scale_hasans: bool, depth: Optional[int], rrf: bool = False):
+    if rrf:
+        return reciprocal_rank_fusion([dense, sparse], [weight, 1 - weight], depth)
     return fuse([dense, sparse], [weight, 1 - weight], depth, scaled=[scale_hasans or not _is_probability(dense), True])
 
 
@@ -87,6 +92,7 @@ def fuse_candidate_scores(
     ranking: List[Dict],
     weight: float = 0.5,
     scale_hasans: bool = True,
+    rrf: bool = False,
 ) -> List[np.ndarray]:
     """A hybrid's scores of each ranking row's fixed candidates, fused from its two systems' scores of
     the same candidates exactly as ``fuse_rankings`` fuses their top lists, so a hybrid gets the MEQ
@@ -99,7 +105,7 @@ def fuse_candidate_scores(
         candidates = row["candidates"]
         if not len(d) == len(s) == len(candidates):
             raise ValueError(f"row {row['question']!r}: {len(d)} / {len(s)} scores for {len(candidates)} candidates")
-        fused = dict(_fuse_one(list(zip(candidates, d)), list(zip(candidates, s)), weight, scale_hasans, None))
+        fused = dict(_fuse_one(list(zip(candidates, d)), list(zip(candidates, s)), weight, scale_hasans, None, rrf))
         fused_rows.append(np.array([fused[c] for c in candidates]))
     return fused_rows
 

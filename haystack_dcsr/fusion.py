@@ -6,12 +6,14 @@ missing from a list gets 0 from it. This is the fusion behind the README's hybri
 0.5 / 0.5, fixed a priori). HasAns is scaled too by default: it is a probability, but a small one
 (median 0.2 for the top passage of a fine-tuned model on SQuAD-open), so kept as is it lost to
 BM25's scaled 1.0 at equal weights and the hybrid read 3.5 top-1 lower
-(``benchmarks/fusion_weight.py``).
+(``benchmarks/fusion_weight.py``). ``reciprocal_rank_fusion`` is the rank-based alternative that
+Haystack's ``JoinDocuments`` offers, here so the benchmark can measure what that node gives a user.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from scipy.stats import rankdata
 
 Ranked = Sequence[Tuple[str, float]]  # (passage id, score), best first
 HYBRID = "hybrid_scores"  # meta key of joined passages: each input's own score, as given
@@ -50,3 +52,27 @@ def fuse_with_parts(
     the join nodes show in ``meta["hybrid_scores"]``."""
     own = [dict(ranked) for ranked in rankings]
     return [(pid, score, [scores.get(pid) for scores in own]) for pid, score in fuse(rankings, weights, depth, scaled)]
+
+
+RRF_K = 61  # Haystack's JoinDocuments: the RRF paper's 60, plus 1 for 0-based ranks
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Ranked], weights: Optional[Sequence[float]] = None, depth: Optional[int] = None
+) -> List[Tuple[str, float]]:
+    """The union of ``rankings`` ordered by ``sum(weight * n / (61 + rank))`` (rank 0-based by score,
+    weights normalised to sum 1), divided by its maximum ``n / 61`` so first everywhere is 1: what
+    ``JoinDocuments(join_mode="reciprocal_rank_fusion")`` gives lists without tied scores. Tied scores share their best rank, so the order a list happens to give
+    tied passages (a gold candidate listed first, say) decides nothing. Scales do not matter, which is
+    RRF's appeal next to ``fuse``; how far apart two scores are does not either."""
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings) or sum(weights) <= 0:
+        raise ValueError(f"{len(weights)} weights (sum {sum(weights)}) for {len(rankings)} rankings")
+    scores: Dict[str, float] = {}
+    for ranked, weight in zip(rankings, weights):
+        share = weight / sum(weights) * len(rankings)
+        ranks = rankdata([-score for _, score in ranked], method="min") - 1 if len(ranked) else []
+        for (pid, _), rank in zip(ranked, ranks):
+            scores[pid] = scores.get(pid, 0.0) + share / (RRF_K + float(rank))
+    fused = sorted(((pid, score * RRF_K / len(rankings)) for pid, score in scores.items()), key=lambda item: -item[1])
+    return fused[:depth] if depth else fused

@@ -107,6 +107,11 @@ def test_a_hybrid_ranks_fixed_candidates_by_the_fusion_of_its_systems_scores():
     # the same numbers as fusing the two top lists themselves
     as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))])[0]
     assert dict(as_lists) == pytest.approx(dict(zip("gxy", fused[0])))
+    # by ranks (Haystack's RRF): g is 2nd by HasAns and 1st by BM25, x 1st and 3rd, y 3rd and 2nd
+    by_rank = fuse_candidate_scores(dense, sparse, ranking, rrf=True)[0]
+    np.testing.assert_allclose(by_rank, np.array([1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62]) * 61 / 2)
+    as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))], rrf=True)[0]
+    assert dict(as_lists) == pytest.approx(dict(zip("gxy", by_rank)))
     with pytest.raises(ValueError, match="1 dense and 2 sparse score rows for 2 ranking rows"):
         fuse_candidate_scores(dense[:1], sparse, ranking)
     with pytest.raises(ValueError, match="2 / 3 scores for 3 candidates"):

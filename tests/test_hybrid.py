@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 from haystack import Pipeline
-from haystack.nodes import BM25Retriever
+from haystack.nodes import BM25Retriever, JoinDocuments
 from haystack.schema import Document
 from test_store_consistency import make_store
 
 from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
 from haystack_dcsr.evaluation import fuse_rankings
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
 
 QUERIES = ["Who discovered penicillin?", "capital of Germany", "largest planet gas giant", "Eiffel Tower 1889"]
 YAML = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "hybrid.haystack-pipeline.yml"
@@ -24,6 +24,21 @@ def test_fuse_scales_only_the_lists_it_is_told_to():
     with pytest.raises(ValueError, match="1 weights and 2 scale flags for 2 rankings"):
         fuse([dense, sparse], [1.0])
 
+
+
+def test_reciprocal_rank_fusion_is_join_documents_and_gives_ties_one_rank():
+    lists = [[("a", 0.9), ("b", 0.5), ("c", 0.1)], [("c", 12.0), ("d", 7.0)], [("b", 3.0), ("a", 2.0), ("e", 1.0)]]
+    node = JoinDocuments(join_mode="reciprocal_rank_fusion", weights=[2, 1, 1])
+    joined = node.run(inputs=[{"documents": [Document(content=p, id=p, score=x) for p, x in ranked]} for ranked in lists])
+    got = reciprocal_rank_fusion(lists, [2, 1, 1])
+    assert [(d.id, round(d.score, 12)) for d in joined[0]["documents"]] == [(p, round(x, 12)) for p, x in got]
+    # a = (2/4 * 3 / 61 + 1/4 * 3 / 62) / (3 / 61): weights normalised, ranks 0-based, 61 and the scaling as Haystack
+    assert dict(got)["a"] == pytest.approx((1.5 / 61 + 0.75 / 62) * 61 / 3)
+    # tied scores share their best rank: listing the gold first buys it nothing
+    tied = reciprocal_rank_fusion([[("gold", 1.0), ("x", 1.0), ("y", 0.0)], [("x", 5.0), ("gold", 4.0), ("y", 3.0)]])
+    assert tied[0][0] == "x" and tied[1][0] == "gold" and dict(tied)["gold"] == pytest.approx((1 / 61 + 1 / 62) * 61 / 2)
+    with pytest.raises(ValueError, match="1 weights"):
+        reciprocal_rank_fusion(lists, [1.0])
 
 @pytest.fixture
 def hybrid(tmp_path, tiny_bert, corpus):
@@ -54,6 +69,25 @@ def test_the_pipeline_reproduces_the_benchmark_fusion(hybrid, corpus):
         assert all(d.meta["dcsr_sentences"] for d in got if d.id in dict(dense))
         assert [len(d.meta["hybrid_scores"]) for d in got] == [2] * len(got)
 
+
+
+def test_the_benchmark_rrf_hybrid_is_a_dcsr_pipeline_with_join_documents(hybrid):
+    _, dcsr, bm25 = hybrid
+    pipeline = Pipeline()
+    pipeline.add_node(dcsr, name="DCSR", inputs=["Query"])
+    pipeline.add_node(bm25, name="BM25", inputs=["Query"])
+    pipeline.add_node(JoinDocuments(join_mode="reciprocal_rank_fusion"), name="RRF", inputs=["DCSR", "BM25"])
+    checked = 0
+    for query in QUERIES:  # tied scores are left out: the node keeps list order, the benchmark gives them one rank
+        dense = [(d.id, d.score) for d in dcsr.retrieve(query, top_k=100)]
+        sparse = [(d.id, d.score) for d in bm25.retrieve(query, top_k=100) if d.score > 0]  # BM25's 0s tie
+        if any(len({x for _, x in ranked}) < len(ranked) for ranked in (dense, sparse)):
+            continue
+        expected = fuse_rankings([dense], [sparse], rrf=True)[0]
+        got = pipeline.run(query=query, params={"BM25": {"top_k": len(sparse)}})["documents"]
+        assert [(d.id, round(d.score, 12)) for d in got] == [(pid, round(x, 12)) for pid, x in expected]
+        checked += 1
+    assert checked == len(QUERIES)
 
 def test_batched_hybrid_queries_stay_inside_their_own_filters(hybrid):
     pipeline, _, _ = hybrid
