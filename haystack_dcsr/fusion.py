@@ -62,9 +62,10 @@ def reciprocal_rank_fusion(
 ) -> List[Tuple[str, float]]:
     """The union of ``rankings`` ordered by ``sum(weight * n / (61 + rank))`` (rank 0-based by score,
     weights normalised to sum 1), divided by its maximum ``n / 61`` so first everywhere is 1: what
-    ``JoinDocuments(join_mode="reciprocal_rank_fusion")`` gives lists without tied scores. Tied scores share their best rank, so the order a list happens to give
-    tied passages (a gold candidate listed first, say) decides nothing. Scales do not matter, which is
-    RRF's appeal next to ``fuse``; how far apart two scores are does not either."""
+    ``JoinDocuments(join_mode="reciprocal_rank_fusion")`` gives lists without tied scores. Tied scores
+    share their best rank, so the order a list happens to give tied passages (a gold candidate listed
+    first, say) decides nothing. Scales do not matter, which is RRF's appeal next to ``fuse``; how far
+    apart two scores are does not either."""
     weights = list(weights) if weights is not None else [1.0] * len(rankings)
     if len(weights) != len(rankings) or sum(weights) <= 0:
         raise ValueError(f"{len(weights)} weights (sum {sum(weights)}) for {len(rankings)} rankings")
