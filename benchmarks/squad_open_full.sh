@@ -63,6 +63,8 @@ with_hybrids cpu_dcsr_meq_mb_600 "DCSR, MEQ-centred batches, QQ off, 600 steps" 
 # control (train_cpu.sh contrast_stage contrast_stage_meq)
 with_hybrids cpu_contrast_qq "DCSR-hard + contrast stage, QQ (1 MEQ epoch)" "DCSR-hard + contrast stage QQ"
 with_hybrids cpu_contrast_meq "DCSR-hard + contrast stage, QQ off (1 MEQ epoch)" "DCSR-hard + contrast stage, QQ off"
+# the same stage on DCSR-ft for two passes, the schedule over both (PASSES=2 train_cpu.sh dcsr contrast_stage_ft)
+with_hybrids cpu_contrast_ft_qq_x2 "DCSR-ft + contrast stage, QQ (2 MEQ epochs)" "DCSR-ft + contrast stage QQ (2 passes)"
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \

@@ -30,6 +30,8 @@
 # contrast_stage: DCSR-hard's 1200-step model trained on, passage side included, for one epoch over the records of
 # DCSR-hard's MEQ file that carry an MEQ (4,127 with 5,458 MEQs; one a record, drawn each epoch, trains beside it), shuffled batches,
 # QQ on, lr 1e-5 (STEPS is ignored); contrast_stage_meq: its QQ-off control. Write runs/cpu_contrast_{qq,meq}.
+# contrast_stage_ft[_meq]: the same stage on DCSR-ft (mode dcsr first) over data/squad_train_meq.jsonl's MEQ records
+# (runs/cpu_contrast_ft_{qq,meq}). PASSES=N makes either stage N passes, the schedule over all N (.._xN).
 set -euo pipefail
 STEPS=${STEPS:-200}
 SUFFIX=$([[ "$STEPS" == 200 ]] && echo "" || echo "_${STEPS}")
@@ -78,13 +80,15 @@ for mode in "${@:-dcsr dpr}"; do
                    .venv/bin/python -m haystack_dcsr.training train --config trainer/configs/squad_dcsr_query_side.yaml \
                      ${RESTART} "${qs[@]}" --set output_dir="runs/${qs_name}"
                    continue ;;
-      contrast_stage|contrast_stage_meq)
-                   cs=(--set qq_form=infonce) cs_name=cpu_contrast_qq
-                   [[ "$m" == *_meq ]] && cs=(--set qq_form=null) cs_name=cpu_contrast_meq
+      contrast_stage|contrast_stage_meq|contrast_stage_ft|contrast_stage_ft_meq)
+                   cs_base=runs/cpu_dcsr_hard_by_dcsr_1200/last cs_file=data/squad_train_hard_cpu_dcsr_meq.jsonl cs_name=cpu_contrast
+                   [[ "$m" == contrast_stage_ft* ]] && cs_base=runs/cpu_dcsr/last cs_file=data/squad_train_meq.jsonl cs_name+=_ft
+                   cs=(--set qq_form=infonce) cs_name+=_qq
+                   [[ "$m" == *_meq ]] && cs=(--set qq_form=null) cs_name=${cs_name%_qq}_meq
+                   [[ "${PASSES:-1}" == 1 ]] || cs_name+="_x${PASSES}"
                    .venv/bin/python -m haystack_dcsr.training train --config trainer/configs/squad_dcsr_qq.yaml \
-                     "${COMMON[@]}" --set max_steps=null --set lr=1.0e-5 --set meq_records_only=true \
-                     --set base_model=runs/cpu_dcsr_hard_by_dcsr_1200/last \
-                     --set train_file="data/squad_train_hard_cpu_dcsr_meq.jsonl" "${cs[@]}" --set output_dir="runs/${cs_name}"
+                     "${COMMON[@]}" --set max_steps=null --set epochs="${PASSES:-1}" --set lr=1.0e-5 --set meq_records_only=true \
+                     --set base_model="${cs_base}" --set train_file="${cs_file}" "${cs[@]}" --set output_dir="runs/${cs_name}"
                    continue ;;
       *)           config=$m; extra=() ;;
     esac
