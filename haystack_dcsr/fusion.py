@@ -70,9 +70,10 @@ def reciprocal_rank_fusion(
     if len(weights) != len(rankings) or sum(weights) <= 0:
         raise ValueError(f"{len(weights)} weights (sum {sum(weights)}) for {len(rankings)} rankings")
     scores: Dict[str, float] = {}
+    total = sum(weights)
     for ranked, weight in zip(rankings, weights):
-        share = weight / sum(weights) * len(rankings)
-        ranks = rankdata([-score for _, score in ranked], method="min") - 1 if len(ranked) else []
+        share = weight / total * len(rankings)
+        ranks = rankdata([-score for _, score in ranked], method="min") - 1
         for (pid, _), rank in zip(ranked, ranks):
             scores[pid] = scores.get(pid, 0.0) + share / (RRF_K + float(rank))
     fused = sorted(((pid, score * RRF_K / len(rankings)) for pid, score in scores.items()), key=lambda item: -item[1])
