@@ -17,8 +17,8 @@ candidates in this workdir (their caches keep the scores): the same fusion over 
 Resumable: each system's ranking is cached under --workdir and reused while the question set and
 the model's files are the same (after changing a model-free kind's code, delete its cache file).
 Systems already in --out for the same questions are kept, so a later run can add systems; their
-per-question first-hit ranks (``*.first_hits.json``) let the paired tests cover every system in the
-report. Writes JSON, a Markdown table and an SVG plot.
+per-question first-hit ranks (``*.first_hits.json``), MEQ ranks and "own gold first" outcomes let
+``paired_tests.py`` test any two systems of the report. Writes JSON, a Markdown table and an SVG plot.
 
     .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
         --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
@@ -53,14 +53,8 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     fuse_rankings,
     load_contrast_set,
     markdown_table,
-    own_gold_paired_report,
-    own_gold_paired_table,
     pair_report,
-    paired_report,
-    paired_table,
     question_word_table,
-    ranking_paired_report,
-    ranking_paired_table,
     ranking_report,
     retrieval_report,
 )
@@ -368,14 +362,12 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
         ranks_file.write_text(json.dumps(first_hits))
-    names = [name for name in report["systems"] if name in first_hits]
-    report["paired"] = paired_report(first_hits, names)
-    report["ranking_paired"] = ranking_paired_report(report["systems"])
-    report["own_gold_paired"] = own_gold_paired_report(report["systems"])
+    # paired tests are derived on demand (benchmarks/paired_tests.py): over every pair they grew quadratically
+    for stale in ("paired", "ranking_paired", "own_gold_paired"):
+        report.pop(stale, None)
     args.out.write_text(json.dumps(report, indent=1))
-    table = markdown_table(report) + "\n\n" + question_word_table(report) + "\n\n" + paired_table(report)
-    table += "\n\n" + ranking_paired_table(report) if report["ranking_paired"] else ""
-    table += "\n\n" + own_gold_paired_table(report) if report["own_gold_paired"] else ""
+    table = markdown_table(report) + "\n\n" + question_word_table(report)
+    table += f"\n\nPaired tests between any two systems: `python benchmarks/paired_tests.py {args.out} --pair A B`"
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(
         accuracy_svg(

@@ -206,17 +206,27 @@ def pair_report(ranked_of: Dict[str, List], pairs: List[Dict], texts: Dict[str, 
     }
 
 
-def paired_report(first_hits: Dict[str, List[int]], names: Sequence[str]) -> Dict:
-    """McNemar's exact test at top-1 and top-20 for every pair of systems."""
+def _pairs_of(names: Sequence[str], pairs: Optional[Sequence[Tuple[str, str]]]) -> List[Tuple[str, str]]:
+    """``pairs`` whose systems are both in ``names`` (every pair of ``names`` when None): tests cost
+    quadratic space over all pairs, so reports keep per-question outcomes and test chosen pairs."""
+    if pairs is None:
+        return list(combinations(names, 2))
+    return [(a, b) for a, b in pairs if a in names and b in names]
+
+
+def paired_report(
+    first_hits: Dict[str, List[int]], names: Sequence[str], pairs: Optional[Sequence[Tuple[str, str]]] = None
+) -> Dict:
+    """McNemar's exact test at top-1 and top-20 for each pair of systems (every pair unless ``pairs``)."""
     return {
         f"{a} vs {b}": {str(k): paired_sign_test(first_hits[a], first_hits[b], k) for k in (1, 20)}
-        for a, b in combinations(names, 2)
+        for a, b in _pairs_of(names, pairs)
     }
 
 
-def ranking_paired_report(systems: Dict[str, Dict]) -> Dict:
-    """Wilcoxon tests of the MEQ ranking's reciprocal ranks, q and q', for every pair of systems
-    whose report keeps per-row ranks (``ranking_report``; reports written before it did are skipped)."""
+def ranking_paired_report(systems: Dict[str, Dict], pairs: Optional[Sequence[Tuple[str, str]]] = None) -> Dict:
+    """Wilcoxon tests of the MEQ ranking's reciprocal ranks, q and q', for each pair of systems (every
+    pair unless ``pairs``) whose report keeps per-row ranks (``ranking_report``; older reports are skipped)."""
     ranked = {
         name: r["contrast"] for name, r in systems.items() if "ranks" in r.get("contrast", {}).get("ranking_q", {})
     }
@@ -225,13 +235,14 @@ def ranking_paired_report(systems: Dict[str, Dict]) -> Dict:
             role: paired_rank_test(ranked[a][f"ranking_{role}"]["ranks"], ranked[b][f"ranking_{role}"]["ranks"])
             for role in ("q", "meq")
         }
-        for a, b in combinations(ranked, 2)
+        for a, b in _pairs_of(list(ranked), pairs)
     }
 
 
-def own_gold_paired_report(systems: Dict[str, Dict]) -> Dict:
-    """Exact McNemar tests of "own gold first", q' and q, for every pair of systems whose report keeps
-    the per-pair outcomes (reports written before ``pair_report`` kept them are skipped)."""
+def own_gold_paired_report(systems: Dict[str, Dict], pairs: Optional[Sequence[Tuple[str, str]]] = None) -> Dict:
+    """Exact McNemar tests of "own gold first", q' and q, for each pair of systems (every pair unless
+    ``pairs``) whose report keeps the per-pair outcomes (reports written before ``pair_report`` kept
+    them are skipped)."""
     kept = {
         name: r["contrast"]["own_gold_first"]["wins"]
         for name, r in systems.items()
@@ -239,7 +250,7 @@ def own_gold_paired_report(systems: Dict[str, Dict]) -> Dict:
     }
     return {
         f"{a} vs {b}": {role: mcnemar_exact(kept[a][role], kept[b][role]) for role in ("meq", "q")}
-        for a, b in combinations(kept, 2)
+        for a, b in _pairs_of(list(kept), pairs)
     }
 
 
