@@ -65,6 +65,19 @@ with_hybrids cpu_contrast_qq "DCSR-hard + contrast stage, QQ (1 MEQ epoch)" "DCS
 with_hybrids cpu_contrast_meq "DCSR-hard + contrast stage, QQ off (1 MEQ epoch)" "DCSR-hard + contrast stage, QQ off"
 # the same stage on DCSR-ft for two passes, the schedule over both (PASSES=2 train_cpu.sh dcsr contrast_stage_ft)
 with_hybrids cpu_contrast_ft_qq_x2 "DCSR-ft + contrast stage, QQ (2 MEQ epochs)" "DCSR-ft + contrast stage QQ (2 passes)"
+# one-epoch runs ranked on an H100 (benchmarks/gpu_train.py; their NAME.ranked.json.xz copied to runs/gpu/), and hybrids
+with_ranked() {  # FILE NAME LABEL
+  if [ -f "runs/gpu/$1.ranked.json.xz" ]; then
+    systems+=("$2=ranked:runs/gpu/$1.ranked.json.xz" "Hybrid $3 + BM25=hybrid:$2+BM25" "Hybrid $3 + BM25, HasAns as is=hybrid-hasans:$2+BM25")
+  fi
+}
+with_ranked mean_epoch1 "DCSR-ft, 1 epoch (H100)" "DCSR-ft (1 epoch, H100)"
+[ -f runs/gpu/mean_epoch1.ranked.json.xz ] && systems+=(
+  "Hybrid DCSR-ft (1 epoch, H100) + BM25, RRF=hybrid-rrf:DCSR-ft, 1 epoch (H100)+BM25")
+with_ranked marker_epoch1 "DCSR-ft, <sent> marker (its recipe), 1 epoch (H100)" "<sent> marker (1 epoch, H100)"
+# MEQ-centred QQ and its QQ-off control at one epoch (benchmarks/gpu_detached.sh, README "Trainer")
+with_ranked qq_mb_epoch1 "DCSR+QQ, MEQ-centred batches, 1 epoch (H100)" "DCSR+QQ (MEQ-centred, 1 epoch, H100)"
+with_ranked qq_mb_off_epoch1 "DCSR, MEQ-centred batches, QQ off, 1 epoch (H100)" "DCSR (MEQ-centred, QQ off, 1 epoch, H100)"
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
