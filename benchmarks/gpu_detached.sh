@@ -5,9 +5,9 @@
 # the pair's files into $OUT (before that, what it has written so far). Call again at once (the machine stays warm ~30 s) until it says "finished".
 #   RUNS="qq_mb:... qq_mb_off:..." WAIT=560 bash benchmarks/gpu_detached.sh   # first call: starts the pair
 #   WAIT=560 bash benchmarks/gpu_detached.sh                                  # later calls: wait, then collect
-# A fresh machine has no /tmp/dcsr_detached: a later call that finds none says so instead of waiting.
+# A fresh machine has no such folder: a later call that finds none says so instead of waiting (tests/test_gpu_detached.py).
 set -u
-dir=/tmp/dcsr_detached
+dir=${DETACHED_DIR:-/tmp/dcsr_detached}  # where the pair writes; one pair per machine
 if [ -n "${RUNS:-}" ]; then
   [ -e "$dir" ] && { echo "a pair was already started on this machine ($dir): call without RUNS to collect it"; exit 2; }
   mkdir -p "$dir/out"
