@@ -70,16 +70,14 @@ def main() -> None:
     asked = list(dict.fromkeys(q for p in bench.pairs for q in (p["question"], p["meq"])))
     report = {"dense": args.dense, "sparse": args.sparse, "questions": len(bench.questions), "weights": weights}
     at_half = {}
-    for mode, scale in (("min-max", True), ("as-is", False)):
-        ranks = {w: first_hits(fuse_rankings(dense, sparse, w, scale_hasans=scale), hits) for w in weights}
+    for mode, fusion in (("min-max", "min-max"), ("as-is", "hasans-as-is")):
+        ranks = {w: first_hits(fuse_rankings(dense, sparse, w, fusion), hits) for w in weights}
         fitted = cross_fitted_weight(ranks, k=1, folds=args.folds)
         best_all = max(weights, key=lambda w: (sum(1 for r in ranks[w] if r == 1), -abs(w - 0.5)))
         at_half[mode] = ranks[0.5]
         contrast = {}
         for w in dict.fromkeys([0.5, best_all]) if bench.pairs else ():
-            fused = fuse_rankings(
-                cached["dense"]["contrast_ranked"], cached["sparse"]["contrast_ranked"], w, scale_hasans=scale
-            )
+            fused = fuse_rankings(cached["dense"]["contrast_ranked"], cached["sparse"]["contrast_ranked"], w, fusion)
             contrast[str(w)] = pair_report(dict(zip(asked, fused)), bench.pairs, bench.texts)
         report[mode] = {
             "in_sample": {str(w): percent(r) for w, r in ranks.items()},

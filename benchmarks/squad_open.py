@@ -307,7 +307,7 @@ def main() -> None:
                 served_scores[name] = stored["candidate_scores"]
         elif kind in ("hybrid", "hybrid-hasans", "hybrid-rrf"):
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
-            how = {"scale_hasans": kind != "hybrid-hasans", "rrf": kind == "hybrid-rrf"}
+            how = {"mode": {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}[kind]}
             start = time.perf_counter()
             rankings[name] = fuse_rankings(rankings[dense], rankings[sparse], **how)
             contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse], **how)

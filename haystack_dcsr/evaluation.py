@@ -10,7 +10,7 @@ rankings, paired McNemar tests, and the Markdown tables the benchmarks write.
 import json
 from itertools import combinations
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 
@@ -69,21 +69,30 @@ def retrieval_report(ranked: Ranked, questions: Sequence[Question], texts: Dict[
     }
 
 
-def fuse_rankings(
-    dense: Ranked, sparse: Ranked, weight: float = 0.5, scale_hasans: bool = True, rrf: bool = False
-) -> Ranked:
-    """weight * dense score + (1 - weight) * BM25 score, both min-max scaled per question, over the
-    union of both top lists (``fusion.fuse``, as the ``HybridJoin`` node does). ``scale_hasans=False``
-    keeps a probability (HasAns) as it is, the fusion of the README's earlier hybrid rows; dense
-    scores outside [0, 1] are scaled either way. ``rrf=True`` fuses ranks instead of scores, as
-    Haystack's ``JoinDocuments(join_mode="reciprocal_rank_fusion")`` does."""
-    return [_fuse_one(d, s, weight, scale_hasans, DEPTH, rrf) for d, s in zip(dense, sparse)]
+FusionMode = Literal["min-max", "hasans-as-is", "rrf"]
+FUSION_MODES = get_args(FusionMode)
 
 
-def _fuse_one(dense, sparse, weight: float, scale_hasans: bool, depth: Optional[int], rrf: bool = False):
-    if rrf:
+def fuse_rankings(dense: Ranked, sparse: Ranked, weight: float = 0.5, mode: FusionMode = "min-max") -> Ranked:
+    """A hybrid's ranking per question, over the union of both top lists. ``"min-max"``: weight * dense
+    score + (1 - weight) * BM25 score, both min-max scaled per question (``fusion.fuse``, as the
+    ``HybridJoin`` node does); ``"hasans-as-is"``: a probability (HasAns) kept as it is, the fusion of
+    the README's earlier hybrid rows (dense scores outside [0, 1] are scaled either way); ``"rrf"``:
+    ranks fused instead of scores, as Haystack's ``JoinDocuments(join_mode="reciprocal_rank_fusion")``."""
+    _check_mode(mode)
+    return [_fuse_one(d, s, weight, mode, DEPTH) for d, s in zip(dense, sparse)]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in FUSION_MODES:
+        raise ValueError(f"fusion mode {mode!r}: expected one of {', '.join(FUSION_MODES)}")
+
+
+def _fuse_one(dense, sparse, weight: float, mode: FusionMode, depth: Optional[int]):
+    if mode == "rrf":
         return reciprocal_rank_fusion([dense, sparse], [weight, 1 - weight], depth)
-    return fuse([dense, sparse], [weight, 1 - weight], depth, scaled=[scale_hasans or not _is_probability(dense), True])
+    scale_dense = mode == "min-max" or not _is_probability(dense)
+    return fuse([dense, sparse], [weight, 1 - weight], depth, scaled=[scale_dense, True])
 
 
 def fuse_candidate_scores(
@@ -91,13 +100,13 @@ def fuse_candidate_scores(
     sparse: Sequence[Sequence[float]],
     ranking: List[Dict],
     weight: float = 0.5,
-    scale_hasans: bool = True,
-    rrf: bool = False,
+    mode: FusionMode = "min-max",
 ) -> List[np.ndarray]:
     """A hybrid's scores of each ranking row's fixed candidates, fused from its two systems' scores of
     the same candidates exactly as ``fuse_rankings`` fuses their top lists, so a hybrid gets the MEQ
     ranking metrics (MR/MRR of the gold among the 50) like any single system. Dense scores must be
-    on the served scale (HasAns as a probability, ``hasans.hasans_of_key``) for ``scale_hasans=False``."""
+    on the served scale (HasAns as a probability, ``hasans.hasans_of_key``) for ``"hasans-as-is"``."""
+    _check_mode(mode)
     if not len(dense) == len(sparse) == len(ranking):
         raise ValueError(f"{len(dense)} dense and {len(sparse)} sparse score rows for {len(ranking)} ranking rows")
     fused_rows = []
@@ -105,7 +114,7 @@ def fuse_candidate_scores(
         candidates = row["candidates"]
         if not len(d) == len(s) == len(candidates):
             raise ValueError(f"row {row['question']!r}: {len(d)} / {len(s)} scores for {len(candidates)} candidates")
-        fused = dict(_fuse_one(list(zip(candidates, d)), list(zip(candidates, s)), weight, scale_hasans, None, rrf))
+        fused = dict(_fuse_one(list(zip(candidates, d)), list(zip(candidates, s)), weight, mode, None))
         fused_rows.append(np.array([fused[c] for c in candidates]))
     return fused_rows
 

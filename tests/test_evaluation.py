@@ -103,19 +103,24 @@ def test_a_hybrid_ranks_fixed_candidates_by_the_fusion_of_its_systems_scores():
     report = ranking_report(fused, ranking, pairs=[])
     assert report["ranking_q"]["ranks"] == [1] and report["ranking_meq"]["ranks"] == [3]
     # HasAns kept as a probability, BM25 alone scaled: g = 0.25 + 0.5, x = 0.3 + 0, y = 0.05 + 0.125
-    np.testing.assert_allclose(fuse_candidate_scores(dense, sparse, ranking, scale_hasans=False)[0], [0.75, 0.3, 0.175])
+    as_is = fuse_candidate_scores(dense, sparse, ranking, mode="hasans-as-is")[0]
+    np.testing.assert_allclose(as_is, [0.75, 0.3, 0.175])
     # the same numbers as fusing the two top lists themselves
     as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))])[0]
     assert dict(as_lists) == pytest.approx(dict(zip("gxy", fused[0])))
     # by ranks (Haystack's RRF): g is 2nd by HasAns and 1st by BM25, x 1st and 3rd, y 3rd and 2nd
-    by_rank = fuse_candidate_scores(dense, sparse, ranking, rrf=True)[0]
+    by_rank = fuse_candidate_scores(dense, sparse, ranking, mode="rrf")[0]
     np.testing.assert_allclose(by_rank, np.array([1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62]) * 61 / 2)
-    as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))], rrf=True)[0]
+    as_lists = fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))], mode="rrf")[0]
     assert dict(as_lists) == pytest.approx(dict(zip("gxy", by_rank)))
     with pytest.raises(ValueError, match="1 dense and 2 sparse score rows for 2 ranking rows"):
         fuse_candidate_scores(dense[:1], sparse, ranking)
     with pytest.raises(ValueError, match="2 / 3 scores for 3 candidates"):
         fuse_candidate_scores([[0.5, 0.6], dense[1]], sparse, ranking)
+    with pytest.raises(ValueError, match="fusion mode 'as-is': expected one of min-max, hasans-as-is, rrf"):
+        fuse_candidate_scores(dense, sparse, ranking, mode="as-is")
+    with pytest.raises(ValueError, match="fusion mode 'RRF'"):
+        fuse_rankings([list(zip("gxy", dense[0]))], [list(zip("gxy", sparse[0]))], mode="RRF")
 
 
 def test_tables_and_paired_tests(tmp_path):

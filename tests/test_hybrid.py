@@ -82,7 +82,7 @@ def test_the_benchmark_rrf_hybrid_is_a_dcsr_pipeline_with_join_documents(hybrid)
         dense = [(d.id, d.score) for d in dcsr.retrieve(query, top_k=100)]
         sparse = [(d.id, d.score) for d in bm25.retrieve(query, top_k=100) if d.score > 0]  # BM25's 0s tie
         assert all(len({x for _, x in ranked}) == len(ranked) for ranked in (dense, sparse))
-        expected = fuse_rankings([dense], [sparse], rrf=True)[0]
+        expected = fuse_rankings([dense], [sparse], mode="rrf")[0]
         got = pipeline.run(query=query, params={"BM25": {"top_k": len(sparse)}})["documents"]
         assert [(d.id, round(d.score, 12)) for d in got] == [(pid, round(x, 12)) for pid, x in expected]
 
