@@ -61,6 +61,7 @@ from haystack_dcsr.evaluation import (  # noqa: E402
 from haystack_dcsr.hasans import hasans_of_key, score_passages  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
 
+FUSION_OF_KIND = {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}  # evaluation.FusionMode
 DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
 
 
@@ -305,9 +306,9 @@ def main() -> None:
             timing, ranking_result = stored["timing"], stored["ranking"]
             if "candidate_scores" in stored:
                 served_scores[name] = stored["candidate_scores"]
-        elif kind in ("hybrid", "hybrid-hasans", "hybrid-rrf"):
+        elif kind in FUSION_OF_KIND:
             dense, _, sparse = target.rpartition("+")  # a dense name may hold "+" (DCSR+QQ)
-            how = {"mode": {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}[kind]}
+            how = {"mode": FUSION_OF_KIND[kind]}
             start = time.perf_counter()
             rankings[name] = fuse_rankings(rankings[dense], rankings[sparse], **how)
             contrast_rankings[name] = fuse_rankings(contrast_rankings[dense], contrast_rankings[sparse], **how)
