@@ -36,6 +36,7 @@ themselves (too large for one call's 64 MiB) need not travel. Two runs at once o
 """
 
 import argparse
+import contextlib
 import itertools
 import json
 import lzma
@@ -161,21 +162,21 @@ def unpacked_records(data: Path, name: str, workdir: Path, corpus: dict) -> Path
         return out
 
     path = workdir / f"{name}.jsonl"
-    with lzma.open(data / f"{name}.jsonl.xz", "rt") as lines, open(path, "w", encoding="utf-8") as handle:
-        rows = map(json.loads, lines)
+    with contextlib.ExitStack() as files:
+        rows = map(json.loads, files.enter_context(lzma.open(data / f"{name}.jsonl.xz", "rt")))
         first = next(rows, None)
         if isinstance(first, dict):  # additions over another packed file (pack_records' over=)
             base_file = data / f"{first['over']}.jsonl.xz"
             if not base_file.is_file():
                 raise ValueError(f"{name}.jsonl.xz adds to {base_file.name}, which is not packed beside it")
             added = {row[0]: row[1:] for row in rows}
-            with lzma.open(base_file, "rt") as base:
-                rows = (json.loads(line) + added.get(number, []) for number, line in enumerate(base))
-                for row in rows:
-                    handle.write(json.dumps(record(row)) + "\n")
-        else:
-            for row in itertools.chain([first] if first is not None else [], rows):
-                handle.write(json.dumps(record(row)) + "\n")
+            base = files.enter_context(lzma.open(base_file, "rt"))
+            rows = (json.loads(line) + added.get(number, []) for number, line in enumerate(base))
+        elif first is not None:
+            rows = itertools.chain([first], rows)
+        handle = files.enter_context(open(path, "w", encoding="utf-8"))
+        for row in rows:
+            handle.write(json.dumps(record(row)) + "\n")
     return path
 
 
