@@ -9,6 +9,9 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
   hybrid-rrf:A+B      reciprocal rank fusion of the two, as Haystack's JoinDocuments(join_mode="reciprocal_rank_fusion")
+  rerank:BASE+DIR[@N]  a cross-encoder (a train-cross-encoder output) over BASE's top N (default 20): BASE's
+               rankings and candidate scores with their first N reordered (benchmarks/cross_encoder_rerank.py)
+  rerank-blend:BASE+DIR[@N]  the same, the N ordered by 0.5 * min-max CE + 0.5 * min-max BASE
   ranked:FILE  a system ranked on another machine: benchmarks/gpu_train.py's NAME.ranked.json.xz (its towers'
                served rankings of these questions and contrast pairs, candidate scores, MEQ ranking report)
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
@@ -38,6 +41,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
+from cross_encoder_rerank import PairScores, directory_fingerprint, rerank_candidates, rerank_rankings  # noqa: E402
 from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 from plot import accuracy_svg  # noqa: E402
@@ -216,24 +220,39 @@ def model_fingerprint(spec: str) -> str:
     root = Path(target)
     if not root.is_dir():
         raise SystemExit(f"{spec!r}: no model directory {root}")
-    digest = hashlib.sha1()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(chunk)
-    return "@" + digest.hexdigest()[:16]
+    return "@" + directory_fingerprint(root)
+
+
+def parse_rerank(target: str) -> Tuple[str, Path, int]:
+    """``BASE+DIR[@N]`` -> (base system name, cross-encoder directory, N); a base name may hold "+"."""
+    rest, at, top = target.rpartition("@")
+    if not at or not top.isdigit():
+        rest, top = target, "20"
+    base, plus, model_dir = rest.rpartition("+")
+    if not plus or not base or int(top) < 1:
+        raise SystemExit(f"rerank:{target!r}: expected rerank:BASE+MODEL_DIR[@N], N >= 1")
+    return base, Path(model_dir), int(top)
 
 
 def read_ranked(path: Path, questions: list, contrast_questions: List[str], texts: Dict[str, str]) -> Dict:
-    """A ``ranked:FILE`` system, checked against this benchmark: the same questions in the same order,
-    the same contrast questions, and passage ids of this corpus (a file of another question set or a
-    smoke run is refused, naming what differs)."""
+    """A ``ranked:FILE`` system, checked against this benchmark: the same questions in the same order
+    (or, for a sample of them, ``--questions N``, each of them, its rows picked by question text), the
+    same contrast questions, and passage ids of this corpus (a file of another question set or a smoke
+    run is refused, naming what differs)."""
     import lzma
 
     with lzma.open(path, "rt", encoding="utf-8") as handle:
         ranked = json.load(handle)
     asked = [q for q, _, _ in questions]
+    if len(asked) < len(ranked.get("questions", [])):
+        row_of = {}
+        for row, question in enumerate(ranked["questions"]):
+            row_of.setdefault(question, row)
+        missing = [q for q in asked if q not in row_of]
+        if missing:
+            raise ValueError(f"{path}: {len(missing)} of this benchmark's questions are not in it, e.g. {missing[0]!r}")
+        ranked["ranked"] = [ranked["ranked"][row_of[q]] for q in asked]
+        ranked["questions"] = asked
     for key, expected in (("questions", asked), ("contrast_questions", contrast_questions)):
         got = ranked.get(key, [])
         if got != expected:
@@ -316,6 +335,27 @@ def main() -> None:
             if pairs and dense in served_scores and sparse in served_scores:
                 fused = fuse_candidate_scores(served_scores[dense], served_scores[sparse], ranking, **how)
                 ranking_result = ranking_report(fused, ranking, pairs)
+                served_scores[name] = [f.tolist() for f in fused]
+        elif kind in ("rerank", "rerank-blend"):
+            base, model_dir, top_n = parse_rerank(target)
+            if base not in rankings:
+                raise SystemExit(f"{spec!r}: list the base system {base!r} before it")
+            scorer = PairScores(model_dir, texts, args.workdir)
+            start = time.perf_counter()  # the contrast set first: its few thousand pairs report early
+            blend = kind == "rerank-blend"
+            contrast_rankings[name] = rerank_rankings(contrast_questions, contrast_rankings[base], scorer, top_n, blend)
+            ranking_result = {}
+            if pairs and base in served_scores:
+                reranked = rerank_candidates(ranking, served_scores[base], scorer, top_n, blend)
+                ranking_result = ranking_report(reranked, ranking, pairs)
+                served_scores[name] = [r.tolist() for r in reranked]
+                print(
+                    f"{name}: MEQ ranking MRR q {ranking_result['ranking_q']['MRR']:.3f}, "
+                    f"q' {ranking_result['ranking_meq']['MRR']:.3f}",
+                    flush=True,
+                )
+            rankings[name] = rerank_rankings([q for q, _, _ in questions], rankings[base], scorer, top_n, blend)
+            timing = {"rerank_s": time.perf_counter() - start, "rerank_top": top_n, "pairs_scored": len(scorer.scores)}
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)
             with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:

@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = {
+    "cross_encoder",
     "dcsr_model",
     "encoder",
     "fusion",

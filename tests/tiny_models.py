@@ -8,11 +8,9 @@ from haystack_dcsr.models import EncoderConfig, resolve_model_path
 MINILM = resolve_model_path("all-MiniLM-L6-v2")
 
 
-def make_tiny_bert(
-    directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1, hidden_size=32
-):
-    torch.manual_seed(seed)
-    config = BertConfig(
+def tiny_config(hidden_size=32, dropout=0.1, **extra) -> BertConfig:
+    """Two layers over MiniLM's vocabulary: fast enough for every test, real enough to tokenise text."""
+    return BertConfig(
         vocab_size=30522,
         hidden_size=hidden_size,
         num_hidden_layers=2,
@@ -21,8 +19,25 @@ def make_tiny_bert(
         max_position_embeddings=512,
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
+        **extra,
     )
-    BertModel(config).save_pretrained(directory)
+
+
+def make_tiny_bert(
+    directory, pooling="marker", max_length=64, seed=0, normalize=False, temperature=1.0, dropout=0.1, hidden_size=32
+):
+    torch.manual_seed(seed)
+    BertModel(tiny_config(hidden_size, dropout)).save_pretrained(directory)
     AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
     EncoderConfig(pooling=pooling, max_length=max_length, normalize=normalize, temperature=temperature).save(directory)
+    return str(directory)
+
+
+def make_tiny_cross_encoder(directory, seed=0, hidden_size=32):
+    """A random one-logit BERT sequence classifier: what ``train-cross-encoder`` writes, untrained."""
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    BertForSequenceClassification(tiny_config(hidden_size, num_labels=1)).save_pretrained(directory)
+    AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
     return str(directory)

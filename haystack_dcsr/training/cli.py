@@ -5,6 +5,7 @@ dcsr-train mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_b
 dcsr-train train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
 torchrun --nproc_per_node 8 -m haystack_dcsr.training train --config trainer/configs/squad_dcsr.yaml
 dcsr-train mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
+dcsr-train train-cross-encoder --set max_steps=400 --set output_dir=runs/cross_encoder
 dcsr-train publish runs/dcsr/best my-org/dcsr-squad
 """
 
@@ -136,6 +137,13 @@ def train(args) -> None:
         )
 
 
+def train_cross_encoder(args) -> None:
+    from haystack_dcsr.training.config import CrossEncoderConfig
+    from haystack_dcsr.training.cross_encoder import train_cross_encoder as run
+
+    print(f"cross-encoder -> {run(CrossEncoderConfig.from_yaml(args.config, args.set), args.device)}")
+
+
 def publish(args) -> None:
     from haystack_dcsr.hub import publish as upload
 
@@ -223,6 +231,19 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint in output_dir")
     p.set_defaults(func=train)
+
+    from haystack_dcsr.training.config import CrossEncoderConfig
+
+    p = commands.add_parser(
+        "train-cross-encoder",
+        help="fine-tune a cross-encoder reranker (MEQ golds as contrast negatives)",
+        epilog=describe_fields(CrossEncoderConfig),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="YAML file of CrossEncoderConfig fields")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: a GPU when there is one)")
+    p.set_defaults(func=train_cross_encoder)
 
     p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
     p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")

@@ -1,4 +1,4 @@
-"""Training configuration: one dataclass, read from YAML, overridable from the command line."""
+"""Training configurations (the towers' and the cross-encoder's), read from YAML, overridable from the command line."""
 
 import dataclasses
 import typing
@@ -17,8 +17,39 @@ def option(default: Any, help: str) -> Any:
     return dataclasses.field(default=default, metadata={"help": help})
 
 
+class FieldsConfig:
+    """A dataclass config read from YAML and ``--set KEY=VALUE`` overrides, its fields type-checked.
+
+    ``command`` is the ``dcsr-train`` command whose ``--help`` lists the fields (named in errors)."""
+
+    command = "train"
+
+    @classmethod
+    def from_yaml(cls, path: Optional[Union[str, Path]] = None, overrides: Optional[List[str]] = None):
+        values = yaml.safe_load(Path(path).read_text()) if path else {}
+        values = values or {}
+        for item in overrides or []:
+            key, sep, raw = item.partition("=")
+            if not sep:
+                raise ConfigError(f"Override {item!r} is not key=value")
+            values[key.strip()] = yaml.safe_load(raw)
+        for name, hint in typing.get_type_hints(cls).items():
+            if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
+                values[name] = _number(values[name])
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"Unknown config keys: {', '.join(unknown)} (see python -m haystack_dcsr.training {cls.command} --help)"
+            )
+        return cls(**values)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
+
+
 @dataclasses.dataclass
-class TrainConfig:
+class TrainConfig(FieldsConfig):
     # data and output
     train_file: str = option("", "training records (DPR-format JSON/JSONL(.gz), e.g. from mine-bm25)")
     dev_file: Optional[str] = option(None, "dev records: in-batch and retrieval validation, best/ selection")
@@ -146,28 +177,37 @@ class TrainConfig:
     def resolved_pooling(self) -> str:
         return self.pooling or ("marker" if self.level == "sentence" else "cls")
 
-    @classmethod
-    def from_yaml(cls, path: Optional[Union[str, Path]] = None, overrides: Optional[List[str]] = None) -> "TrainConfig":
-        values = yaml.safe_load(Path(path).read_text()) if path else {}
-        values = values or {}
-        for item in overrides or []:
-            key, sep, raw = item.partition("=")
-            if not sep:
-                raise ConfigError(f"Override {item!r} is not key=value")
-            values[key.strip()] = yaml.safe_load(raw)
-        for name, hint in typing.get_type_hints(cls).items():
-            if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
-                values[name] = _number(values[name])
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(
-                f"Unknown config keys: {', '.join(unknown)} (see python -m haystack_dcsr.training train --help)"
-            )
-        return cls(**values)
 
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
+@dataclasses.dataclass
+class CrossEncoderConfig(FieldsConfig):
+    """Fields of ``dcsr-train train-cross-encoder`` (``training/cross_encoder.py`` says why each default)."""
+
+    command = "train-cross-encoder"
+    train_file: str = option(
+        "data/squad_train_meq.jsonl", "records with BM25 hard negatives and MEQs (negative_questions)"
+    )
+    output_dir: str = option("runs/cross_encoder", "where last/, log.jsonl and the config go")
+    model: str = option(DEFAULT_MODEL, "initial weights (HF directory or hub name); a one-logit head is added")
+    max_steps: int = option(400, "optimizer steps")
+    questions_per_batch: int = option(8, "groups (a question, its positive and its negatives) per step")
+    negatives: int = option(3, "negatives per group: the MEQ's gold first where there is one, then BM25")
+    meq_share: float = option(0.5, "share of a batch's groups that are MEQ groups (a question with an MEQ, or the MEQ)")
+    lr: float = option(5e-5, "peak learning rate of the encoder (linear warm-up and decay)")
+    head_lr: float = option(1e-3, "peak learning rate of the new head (pooler and classifier): it starts random")
+    warmup_ratio: float = option(0.05, "share of max_steps spent warming up")
+    max_length: int = option(256, "question + passage tokens; the passage is truncated")
+    chunk: int = option(16, "pairs per forward pass, sorted by length: the same loss with fewer padded tokens")
+    seed: int = option(42, "data order, negatives and the new head")
+    log_every: int = option(10, "log.jsonl interval in steps")
+    save_every: int = option(100, "steps between writes of last/")
+
+    def __post_init__(self):
+        check_types(self)
+        if not 0.0 <= self.meq_share <= 1.0:
+            raise ConfigError(f"meq_share must be within [0, 1], got {self.meq_share}")
+        for name in ("max_steps", "questions_per_batch", "negatives", "max_length", "chunk", "log_every", "save_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
 class ConfigError(ValueError):
@@ -223,11 +263,12 @@ def _describe(hint: Any) -> str:
     )
 
 
-def describe_fields() -> str:
+def describe_fields(config_class: type = None) -> str:
     """Every field with its type, default and help: the body of ``dcsr-train train --help``."""
-    hints = typing.get_type_hints(TrainConfig)
+    config_class = config_class or TrainConfig
+    hints = typing.get_type_hints(config_class)
     lines = ["config fields (YAML keys; override with --set KEY=VALUE):"]
-    for field in dataclasses.fields(TrainConfig):
+    for field in dataclasses.fields(config_class):
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         lines.append(f"  {field.name} ({_describe(hints[field.name])}, default {default!r})")
         lines.append(f"      {field.metadata.get('help', '')}")

@@ -208,6 +208,10 @@ def test_the_gpu_harness_ranks_as_the_retriever_serves_and_squad_open_reads_its_
     swapped = [asked[0], asked[2], asked[1]] + asked[3:]
     with pytest.raises(ValueError, match=r"its 24 questions are not this benchmark's 24 \(first difference at 1\)"):
         squad_open.read_ranked(path, swapped, [], texts)
+    sample = [asked[5], asked[2], asked[9]]  # --questions N: a seeded sample of the file's questions
+    assert squad_open.read_ranked(path, sample, [], texts)["ranked"] == [served["ranked"][i] for i in (5, 2, 9)]
+    with pytest.raises(ValueError, match=r"1 of this benchmark's questions are not in it, e.g. 'What is new\?'"):
+        squad_open.read_ranked(path, sample + [("What is new?", [], "x")], [], texts)
     with pytest.raises(ValueError, match=r"its 0 contrast_questions are not this benchmark's 1"):
         squad_open.read_ranked(path, asked, ["What is q'?"], texts)
     with pytest.raises(ValueError, match=r"1 passage ids are not in this corpus"):

@@ -1,0 +1,92 @@
+"""``rerank:BASE+MODEL_DIR`` systems of ``squad_open.py``: a cross-encoder over another system's top N.
+``rerank-blend:`` orders that head by ``0.5 * CE + 0.5 * BASE`` instead, both min-max scaled over the N
+(the hybrids' fusion): a reranker weaker than its first stage can still add what the first stage lacks.
+
+The base system's rankings (top-100 of every dev and contrast question) and its scores of the MEQ
+ranking's 50 candidates are reranked exactly as a Retriever -> Ranker pipeline serves them: the
+base's first N passages reordered by the cross-encoder, the rest left below in the base's order.
+The cross-encoder's logits are kept per model under the workdir (``PairScores``), so reranking a
+second base scores only the (question, passage) pairs the first did not; a rerank row itself is
+recomputed on every run, like a hybrid's, and follows its base when that changes.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from haystack_dcsr.cross_encoder import CrossEncoder, rerank
+from haystack_dcsr.fusion import fuse
+
+
+def directory_fingerprint(root: Path) -> str:
+    """A hash of every file under ``root``: a model retrained into the same directory is a new model."""
+    digest = hashlib.sha1()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+class PairScores:
+    """A cross-encoder's logits of (question, passage id) pairs, appended to a JSONL file as computed
+    (an interrupted run keeps what it scored)."""
+
+    def __init__(self, model_dir: Path, texts: Dict[str, str], workdir: Path, chunk: int = 2048):
+        if not Path(model_dir).is_dir():
+            raise SystemExit(f"rerank: no cross-encoder directory {model_dir}")
+        self.model_dir, self.texts, self.chunk = Path(model_dir), texts, chunk
+        self.path = workdir / f"cross-encoder-{directory_fingerprint(self.model_dir)}.jsonl"
+        self.scores: Dict[Tuple[str, str], float] = {}
+        if self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                row = json.loads(line)
+                self.scores[(row["q"], row["p"])] = row["s"]
+        self._model = None
+
+    def fill(self, wanted: Sequence[Tuple[str, str]]) -> None:
+        missing = list(dict.fromkeys(pair for pair in wanted if pair not in self.scores))
+        if not missing:
+            return
+        self._model = self._model or CrossEncoder(str(self.model_dir), device="cpu")
+        with self.path.open("a") as handle:
+            for start in range(0, len(missing), self.chunk):
+                part = missing[start : start + self.chunk]
+                logits = self._model.score_pairs([(q, self.texts[pid]) for q, pid in part])
+                for (q, pid), s in zip(part, logits):
+                    self.scores[(q, pid)] = float(s)
+                    handle.write(json.dumps({"q": q, "p": pid, "s": float(s)}) + "\n")
+                print(f"  cross-encoder: {start + len(part)} / {len(missing)} new pairs scored", flush=True)
+
+    def __call__(self, question: str, pids: Sequence[str]) -> List[float]:
+        return [self.scores[(question, pid)] for pid in pids]
+
+
+def rerank_rankings(
+    questions: Sequence[str], ranked: Sequence[list], scores: PairScores, top_n: int, blend: bool = False
+) -> List[list]:
+    """Every question's base ranking with its top ``top_n`` reordered by the cross-encoder (``blend``:
+    by the cross-encoder and the base's own scores, fused)."""
+    heads = [[tuple(x) for x in r[:top_n]] for r in ranked]
+    scores.fill([(q, pid) for q, head in zip(questions, heads) for pid, _ in head])
+    out = []
+    for question, row, head in zip(questions, ranked, heads):
+        logits = scores(question, [pid for pid, _ in head])
+        if blend:
+            fused = dict(fuse([list(zip((pid for pid, _ in head), logits)), head]))
+            logits = [fused[pid] for pid, _ in head]
+        out.append(rerank(list(map(tuple, row)), logits, top_n))
+    return out
+
+
+def rerank_candidates(
+    ranking: List[Dict], base_scores: Sequence[Sequence[float]], scores: PairScores, top_n: int, blend: bool = False
+) -> List[np.ndarray]:
+    """The MEQ ranking's candidate scores after reranking the base's top ``top_n`` of the 50."""
+    ordered = [sorted(zip(row["candidates"], base), key=lambda x: -x[1]) for row, base in zip(ranking, base_scores)]
+    reranked = rerank_rankings([row["question"] for row in ranking], ordered, scores, top_n, blend)
+    return [np.array([dict(r)[c] for c in row["candidates"]]) for row, r in zip(ranking, reranked)]

@@ -1,0 +1,80 @@
+"""A cross-encoder over a first stage's top passages: the question and each passage read together.
+
+Why: a bi-encoder (DCSR included) embeds a question and its minimal edit a few degrees apart, so the
+two often retrieve the same passages; a cross-encoder attends from the edited word into the passage.
+The model is a plain Hugging Face sequence-classification directory with one logit (what
+``dcsr-train train-cross-encoder`` writes), so Haystack's own ``SentenceTransformersRanker`` loads
+it in a pipeline unchanged. This class is the batch scorer the benchmarks use: pairs are sorted by
+length before batching, which on a CPU spends about half the padded tokens of arrival order.
+"""
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from haystack_dcsr.models import pick_device, resolve_model_path
+
+Passages = List[Tuple[str, float]]  # one question's (passage id, score), best first
+
+
+class CrossEncoder:
+    """One relevance logit per (question, passage) pair.
+
+    :param model: a ``train-cross-encoder`` output directory or a hub name of a one-label
+        sequence-classification model (e.g. ``cross-encoder/ms-marco-MiniLM-L-6-v2`` when online).
+    :param max_length: question and passage tokens together; the passage is truncated, never the
+        question. Default: the tokenizer's ``model_max_length``, which ``train-cross-encoder`` sets to
+        its training length, so Haystack's ranker (which truncates there) scores the same tokens.
+    """
+
+    def __init__(
+        self, model: str, max_length: Optional[int] = None, batch_size: int = 32, device: Optional[str] = None
+    ):
+        path = resolve_model_path(model)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForSequenceClassification.from_pretrained(path)
+        if self.model.config.num_labels != 1:
+            raise ValueError(
+                f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
+            )
+        self.device = pick_device(device)
+        self.model.to(self.device).eval()
+        positions = self.model.config.max_position_embeddings
+        self.max_length = min(max_length or self.tokenizer.model_max_length, positions)
+        self.batch_size = batch_size
+
+    def encode(self, pairs: Sequence[Tuple[str, str]]):
+        return self.tokenizer(
+            [q for q, _ in pairs],
+            [p for _, p in pairs],
+            truncation="only_second",
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+
+    def score_pairs(self, pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
+        """Logits in the pairs' order, computed in length-sorted batches."""
+        lengths = [len(q) + len(p) for q, p in pairs]  # characters: a cheap proxy for the token count
+        order = np.argsort(lengths, kind="stable")
+        scores = np.empty(len(pairs), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(pairs), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                batch = self.encode([pairs[i] for i in chunk]).to(self.device)
+                scores[chunk] = self.model(**batch).logits[:, 0].float().cpu().numpy()
+        return scores
+
+
+def rerank(ranked: Passages, scores: Sequence[float], top_n: int) -> Passages:
+    """``ranked``'s first ``top_n`` reordered by ``scores`` (one per reranked passage, in ``ranked``'s
+    order); the rest keep their order below them, on scores that stay under the lowest reranked one,
+    so the list reads as one descending ranking (as a retriever-then-ranker pipeline serves it)."""
+    head = ranked[:top_n]
+    if len(scores) != len(head):
+        raise ValueError(f"{len(scores)} scores for the {len(head)} passages to rerank")
+    reranked = sorted(((pid, float(s)) for (pid, _), s in zip(head, scores)), key=lambda x: -x[1])
+    floor = min((s for _, s in reranked), default=0.0)
+    return reranked + [(pid, floor - 1.0 - i) for i, (pid, _) in enumerate(ranked[top_n:])]
