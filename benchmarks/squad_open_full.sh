@@ -78,6 +78,10 @@ with_ranked marker_epoch1 "DCSR-ft, <sent> marker (its recipe), 1 epoch (H100)" 
 # MEQ-centred QQ and its QQ-off control at one epoch (benchmarks/gpu_detached.sh, README "Trainer")
 with_ranked qq_mb_epoch1 "DCSR+QQ, MEQ-centred batches, 1 epoch (H100)" "DCSR+QQ (MEQ-centred, 1 epoch, H100)"
 with_ranked qq_mb_off_epoch1 "DCSR, MEQ-centred batches, QQ off, 1 epoch (H100)" "DCSR (MEQ-centred, QQ off, 1 epoch, H100)"
+# a cross-encoder (benchmarks/cross_encoder_rerank.sh trains it) blended over the best-top-1 hybrid's top 5
+H="Hybrid DCSR (MEQ-centred, QQ off, 1 epoch, H100) + BM25"
+[ -d runs/cross_encoder/last ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
+  "Cross-encoder (320 CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder/last@5")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
