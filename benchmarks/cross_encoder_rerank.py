@@ -48,10 +48,11 @@ class PairScores:
                 self.scores[(row["q"], row["p"])] = row["s"]
         self._model = None
 
-    def fill(self, wanted: Sequence[Tuple[str, str]]) -> None:
+    def fill(self, wanted: Sequence[Tuple[str, str]]) -> int:
+        """Scores the pairs not scored before; returns how many that was."""
         missing = list(dict.fromkeys(pair for pair in wanted if pair not in self.scores))
         if not missing:
-            return
+            return 0
         self._model = self._model or CrossEncoder(str(self.model_dir), device="cpu")
         with self.path.open("a") as handle:
             for start in range(0, len(missing), self.chunk):
@@ -61,6 +62,7 @@ class PairScores:
                     self.scores[(q, pid)] = float(s)
                     handle.write(json.dumps({"q": q, "p": pid, "s": float(s)}) + "\n")
                 print(f"  cross-encoder: {start + len(part)} / {len(missing)} new pairs scored", flush=True)
+        return len(missing)
 
     def __call__(self, question: str, pids: Sequence[str]) -> List[float]:
         return [self.scores[(question, pid)] for pid in pids]

@@ -77,8 +77,8 @@ def test_benchmark_rerank_rows_reuse_scored_pairs_and_rerank_the_fifty_candidate
     assert [pid for pid, _ in reranked[0]][:2] == (["3", "2"] if head[0] > head[1] else ["2", "3"])
     assert [pid for pid, _ in reranked[0]][2:] == ["1", "0"]
     again = rerank_module.PairScores(model_dir, texts, tmp_path)  # read back: nothing left to score
-    again.fill([(QUESTION, "3"), (QUESTION, "2")])
-    assert again._model is None and again(QUESTION, ["3", "2"]) == head
+    assert again.fill([(QUESTION, "3"), (QUESTION, "2")]) == 0 and again(QUESTION, ["3", "2"]) == head
+    assert again.fill([(QUESTION, "0")]) == 1 and scores.path.read_text().count("\n") == 3
     blended = rerank_module.rerank_rankings([QUESTION], base, again, top_n=3, blend=True)[0]
     logits = np.array(again(QUESTION, ["3", "2", "1"]))
     scaled = (logits - logits.min()) / (logits.max() - logits.min())
