@@ -14,6 +14,7 @@ epoch. The output is a plain Hugging Face sequence-classification directory (``l
 ``haystack_dcsr.cross_encoder.CrossEncoder`` and Haystack's ``SentenceTransformersRanker`` load.
 """
 
+import itertools
 import json
 import logging
 import random
@@ -126,12 +127,10 @@ def parameter_groups(model, config: CrossEncoderConfig) -> List[Dict]:
 
 
 def train_cross_encoder(config: CrossEncoderConfig, device: str = None) -> Path:
-    """Train, log to ``output_dir/log.jsonl``, write ``output_dir/last/``; returns that directory."""
+    """Train, log to ``output_dir/log.jsonl``, write ``output_dir/last/``; returns that directory. Bad data
+    (a missing file, no MEQ groups for ``meq_share``) fails before ``output_dir`` is touched."""
     random.seed(config.seed)
     torch.manual_seed(config.seed)
-    out = Path(config.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cross_encoder_config.yaml").write_text(config.to_yaml())
     records = load_records(config.train_file).records
     where = pick_device(device)
     path = resolve_model_path(config.model)
@@ -142,6 +141,10 @@ def train_cross_encoder(config: CrossEncoderConfig, device: str = None) -> Path:
     optimizer = torch.optim.AdamW(parameter_groups(model, config))
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps)
     stream = batches(records, config)
+    stream = itertools.chain([next(stream)], stream)  # data errors surface before anything is written
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cross_encoder_config.yaml").write_text(config.to_yaml())
     window, started = [], time.perf_counter()
     with (out / "log.jsonl").open("w") as log:
         for step in range(1, config.max_steps + 1):

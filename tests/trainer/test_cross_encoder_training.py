@@ -87,6 +87,19 @@ def test_a_short_run_learns_and_writes_a_directory_both_rerankers_load(tmp_path)
     assert saved == config
 
 
+def test_bad_data_fails_before_an_earlier_run_is_touched(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "log.jsonl").write_text("earlier run\n")
+    write_records(make_records(8), tmp_path / "plain.jsonl")  # no MEQs, but meq_share 0.5 asks for them
+    config = CrossEncoderConfig(train_file=str(tmp_path / "plain.jsonl"), output_dir=str(run), model=MINILM)
+    with pytest.raises(DataError, match=r"plain.jsonl: no MEQ groups .* for meq_share=0.5"):
+        train_cross_encoder(config, device="cpu")
+    with pytest.raises(DataError, match="no such file"):
+        train_cross_encoder(CrossEncoderConfig(train_file=str(tmp_path / "nope.jsonl"), output_dir=str(run)))
+    assert sorted(p.name for p in run.iterdir()) == ["log.jsonl"] and (run / "log.jsonl").read_text() == "earlier run\n"
+
+
 def test_cli_lists_the_fields_and_names_an_unknown_one(capsys):
     with pytest.raises(SystemExit):
         cli(["train-cross-encoder", "--help"])
