@@ -185,3 +185,33 @@ def test_splitter_drops_repeats_and_refuses_two_passages_sharing_an_id():
     assert [d.id for d in splitter.run([same, same])["documents"]] == ["p#0", "p#1"]
     with pytest.raises(ValueError, match="'p' is used by two different passages.*Nothing was split"):
         splitter.run([same, Document(id="p", content="Something else.")])
+
+
+def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store, tmp_path):
+    from tiny_models import make_tiny_cross_encoder
+
+    from haystack_dcsr.cross_encoder import CrossEncoder
+    from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
+
+    model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
+    question = "Which wall divided Berlin?"
+    pipeline = Pipeline()
+    pipeline.add_component("dcsr", DCSRRetriever(document_store=store, model=MODEL, top_k=4))
+    pipeline.add_component("rank", DCSRCrossEncoderRanker(model=model, top_k=3, device="cpu"))
+    pipeline.connect("dcsr.documents", "rank.documents")
+    again = Pipeline.loads(pipeline.dumps())  # the ranker's settings survive YAML
+    output = again.run({"dcsr": {"query": question}, "rank": {"query": question}}, include_outputs_from={"dcsr"})
+    retrieved, ranked = output["dcsr"]["documents"], output["rank"]["documents"]
+    logits = CrossEncoder(model, device="cpu").score_pairs([(question, d.content) for d in retrieved])
+    assert [d.id for d in ranked] == [retrieved[i].id for i in np.argsort(-logits, kind="stable")[:3]]
+    assert [d.score for d in ranked] == pytest.approx(sorted(logits, reverse=True)[:3], abs=1e-5)
+    assert ranked[0].meta == retrieved[[d.id for d in retrieved].index(ranked[0].id)].meta
+
+    blended = DCSRCrossEncoderRanker(model=model, first_stage_weight=0.5, device="cpu")
+    got = blended.run(query=question, documents=retrieved)["documents"]
+    expected = fuse([[(d.id, float(s)) for d, s in zip(retrieved, logits)], [(d.id, d.score) for d in retrieved]])
+    assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in got] == expected
+    with pytest.raises(ValueError, match="first_stage_weight must be within"):
+        DCSRCrossEncoderRanker(model=model, first_stage_weight=1.5)
+    with pytest.raises(ValueError, match="needs every document's score"):
+        blended.run(query=question, documents=[Document(content="no score")])
