@@ -17,8 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.cross_encoder import CrossEncoder, rerank
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages, rerank
 
 
 def directory_fingerprint(root: Path) -> str:
@@ -78,9 +77,9 @@ def rerank_rankings(
     out = []
     for question, row, head in zip(questions, ranked, heads):
         logits = scores(question, [pid for pid, _ in head])
-        if blend:
-            fused = dict(fuse([list(zip((pid for pid, _ in head), logits)), head]))
-            logits = [fused[pid] for pid, _ in head]
+        if blend:  # the rankers' own blend (CrossEncoderRanker, DCSRCrossEncoderRanker) at weight 0.5
+            blended = dict(rank_passages(logits, [score for _, score in head], first_stage_weight=0.5))
+            logits = [blended[i] for i in range(len(head))]
         out.append(rerank(list(map(tuple, row)), logits, top_n))
     return out
 

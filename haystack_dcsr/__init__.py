@@ -40,9 +40,11 @@ if _haystack_1_installed():
     from haystack_dcsr.pipelines import load_pipeline, save_pipeline
     from haystack_dcsr.preprocessor import SentencePreprocessor
     from haystack_dcsr.query_encoder import QueryEncoder
+    from haystack_dcsr.reranker import CrossEncoderRanker
     from haystack_dcsr.retriever import DCSRRetriever
 
     __all__ += [
+        "CrossEncoderRanker",
         "DCSRRetriever",
         "HybridJoin",
         "QueryEncoder",

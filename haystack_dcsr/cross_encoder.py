@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from haystack_dcsr.fusion import fuse
 from haystack_dcsr.models import pick_device, resolve_model_path
 
 Passages = List[Tuple[str, float]]  # one question's (passage id, score), best first
@@ -66,6 +67,28 @@ class CrossEncoder:
                 batch = self.encode([pairs[i] for i in chunk]).to(self.device)
                 scores[chunk] = self.model(**batch).logits[:, 0].float().cpu().numpy()
         return scores
+
+
+def check_first_stage_weight(weight: float, owner: str) -> None:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ValueError(f"{owner}: first_stage_weight must be within [0, 1], got {weight!r}")
+
+
+def rank_passages(
+    logits: Sequence[float], incoming: Optional[Sequence[Optional[float]]] = None, first_stage_weight: float = 0.0
+) -> List[Tuple[int, float]]:
+    """(position, score) of each passage, best first: by the cross-encoder's logits alone, or with
+    ``first_stage_weight`` w > 0 by ``(1 - w) * CE + w * incoming`` with both min-max scaled over the
+    passages given (the hybrids' fusion; w = 0.5 is the README's "blended" row). Both rankers use this."""
+    ranked = [(str(i), float(s)) for i, s in enumerate(logits)]
+    if first_stage_weight > 0:
+        if incoming is None or len(incoming) != len(ranked) or any(s is None for s in incoming):
+            raise ValueError("first_stage_weight > 0 needs every passage's incoming score")
+        first = [(str(i), float(s)) for i, s in enumerate(incoming)]
+        ranked = fuse([ranked, first], [1 - first_stage_weight, first_stage_weight])
+    else:
+        ranked.sort(key=lambda x: -x[1])
+    return [(int(i), s) for i, s in ranked]
 
 
 def rerank(ranked: Passages, scores: Sequence[float], top_n: int) -> Passages:

@@ -9,6 +9,7 @@ from tiny_models import make_tiny_cross_encoder
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
 from haystack_dcsr.cross_encoder import CrossEncoder, rerank
+from haystack_dcsr.fusion import fuse
 from tests.benchmark_scripts import load_benchmark
 
 QUESTION = "what is the capital of france?"
@@ -88,3 +89,22 @@ def test_benchmark_rerank_rows_reuse_scored_pairs_and_rerank_the_fifty_candidate
     candidates = rerank_module.rerank_candidates(ranking, [[1.0, 2.0, 3.0, 4.0]], again, top_n=2)
     order = [ranking[0]["candidates"][i] for i in np.argsort(-candidates[0])]
     assert order == [pid for pid, _ in reranked[0]]
+
+
+def test_the_1x_node_blends_leaves_its_input_alone_and_ranks_a_batch(model_dir):
+    from haystack_dcsr import CrossEncoderRanker
+
+    docs = [Document(content=t, id=str(i), score=float(4 - i)) for i, t in enumerate(TEXTS)]
+    alone = CrossEncoderRanker(model=model_dir, first_stage_weight=0.0, top_k=None, use_gpu=False)
+    blended = CrossEncoderRanker(model=model_dir, top_k=3, use_gpu=False)  # first_stage_weight 0.5
+    logits = alone.scorer.score_pairs([(QUESTION, t) for t in TEXTS])
+    assert [d.id for d in alone.predict(QUESTION, docs)] == [str(i) for i in np.argsort(-logits, kind="stable")]
+    expected = fuse([[(str(i), float(s)) for i, s in enumerate(logits)], [(d.id, d.score) for d in docs]])
+    assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in blended.predict(QUESTION, docs)] == expected[:3]
+    assert [d.score for d in docs] == [4.0, 3.0, 2.0, 1.0]  # the retriever's documents keep their scores
+    batch = blended.predict_batch([QUESTION, "rome?"], docs)
+    assert [len(b) for b in batch] == [3, 3] and [d.id for d in batch[0]] == [pid for pid, _ in expected[:3]]
+    with pytest.raises(ValueError, match="2 document lists for 1 queries"):
+        blended.predict_batch([QUESTION], [docs, docs])
+    with pytest.raises(ValueError, match="first_stage_weight must be within"):
+        CrossEncoderRanker(model=model_dir, first_stage_weight=2.0)

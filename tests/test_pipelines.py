@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import QUESTIONS
 from haystack import Pipeline
@@ -14,6 +13,7 @@ from tiny_models import make_tiny_cross_encoder
 import haystack_dcsr  # noqa: F401  (registers the nodes for YAML)
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.fusion import fuse
 from haystack_dcsr.metrics import eval_result_hit_ranks, top_k_accuracy
 
 PIPELINES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
@@ -67,14 +67,15 @@ def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert):
     assert {a.document_ids[0] for a in output["answers"]} <= {d.id for d in output["documents"]}
 
     cross_encoder = make_tiny_cross_encoder(tmp_path / "cross_encoder")  # a train-cross-encoder directory's shape
-    monkeypatch.setenv("RANKER_PARAMS_MODEL_NAME_OR_PATH", cross_encoder)
+    monkeypatch.setenv("RANKER_PARAMS_MODEL", cross_encoder)
     monkeypatch.setenv("RANKER_PARAMS_USE_GPU", "False")
     rerank = Pipeline.load_from_yaml(PIPELINES / "query.haystack-pipeline.yml", pipeline_name="rerank")
     query = "When was the Fresnel lens invented?"
     retrieved = search.run(query=query, params={"Retriever": {"top_k": 6}})["documents"]
     reranked = rerank.run(query=query, params={"Retriever": {"top_k": 6}, "Ranker": {"top_k": 4}})["documents"]
     logits = CrossEncoder(cross_encoder, device="cpu").score_pairs([(query, d.content) for d in retrieved])
-    assert [d.id for d in reranked] == [retrieved[i].id for i in np.argsort(-logits)[:4]]
+    blended = fuse([[(d.id, float(s)) for d, s in zip(retrieved, logits)], [(d.id, d.score) for d in retrieved]])
+    assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in reranked] == blended[:4]
 
 
 def test_pipeline_eval_reports_recall_and_feeds_our_metrics(minilm_index):

@@ -213,5 +213,5 @@ def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store,
     assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in got] == expected
     with pytest.raises(ValueError, match="first_stage_weight must be within"):
         DCSRCrossEncoderRanker(model=model, first_stage_weight=1.5)
-    with pytest.raises(ValueError, match="needs every document's score"):
+    with pytest.raises(ValueError, match="needs every passage.s incoming score"):
         blended.run(query=question, documents=[Document(content="no score")])

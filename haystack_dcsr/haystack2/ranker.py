@@ -9,8 +9,7 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.cross_encoder import CrossEncoder
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.cross_encoder import CrossEncoder, check_first_stage_weight, rank_passages
 
 
 @component
@@ -33,10 +32,7 @@ class DCSRCrossEncoderRanker:
         batch_size: int = 32,
         device: Optional[str] = None,
     ):
-        if isinstance(first_stage_weight, bool) or not 0.0 <= first_stage_weight <= 1.0:
-            raise ValueError(
-                f"DCSRCrossEncoderRanker: first_stage_weight must be within [0, 1], got {first_stage_weight!r}"
-            )
+        check_first_stage_weight(first_stage_weight, "DCSRCrossEncoderRanker")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
             raise ValueError(f"DCSRCrossEncoderRanker: top_k must be an integer >= 1 or None, got {top_k!r}")
         self.model, self.first_stage_weight, self.top_k = model, first_stage_weight, top_k
@@ -53,16 +49,9 @@ class DCSRCrossEncoderRanker:
             return {"documents": []}
         self.warm_up()
         logits = self._scorer.score_pairs([(query, doc.content or "") for doc in documents])
-        ranked = [(str(i), float(s)) for i, s in enumerate(logits)]
-        if self.first_stage_weight > 0:
-            if any(doc.score is None for doc in documents):
-                raise ValueError("DCSRCrossEncoderRanker: first_stage_weight > 0 needs every document's score")
-            incoming = [(str(i), float(doc.score)) for i, doc in enumerate(documents)]
-            ranked = fuse([ranked, incoming], [1 - self.first_stage_weight, self.first_stage_weight])
-        else:
-            ranked.sort(key=lambda x: -x[1])
+        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight)
         keep = ranked[: top_k or self.top_k or len(ranked)]
-        return {"documents": [dataclasses.replace(documents[int(i)], score=s) for i, s in keep]}
+        return {"documents": [dataclasses.replace(documents[i], score=s) for i, s in keep]}
 
     def to_dict(self) -> Dict[str, Any]:
         return default_to_dict(
