@@ -90,4 +90,5 @@ def rerank_candidates(
     """The MEQ ranking's candidate scores after reranking the base's top ``top_n`` of the 50."""
     ordered = [sorted(zip(row["candidates"], base), key=lambda x: -x[1]) for row, base in zip(ranking, base_scores)]
     reranked = rerank_rankings([row["question"] for row in ranking], ordered, scores, top_n, blend)
-    return [np.array([dict(r)[c] for c in row["candidates"]]) for row, r in zip(ranking, reranked)]
+    score_of = [dict(r) for r in reranked]  # one lookup table a row, not one a candidate
+    return [np.array([of[c] for c in row["candidates"]]) for row, of in zip(ranking, score_of)]

@@ -341,6 +341,7 @@ def main() -> None:
             if base not in rankings:
                 raise SystemExit(f"{spec!r}: list the base system {base!r} before it")
             scorer = PairScores(model_dir, texts, args.workdir)
+            cached = len(scorer.scores)
             start = time.perf_counter()  # the contrast set first: its few thousand pairs report early
             blend = kind == "rerank-blend"
             contrast_rankings[name] = rerank_rankings(contrast_questions, contrast_rankings[base], scorer, top_n, blend)
@@ -355,7 +356,12 @@ def main() -> None:
                     flush=True,
                 )
             rankings[name] = rerank_rankings([q for q, _, _ in questions], rankings[base], scorer, top_n, blend)
-            timing = {"rerank_s": time.perf_counter() - start, "rerank_top": top_n, "pairs_scored": len(scorer.scores)}
+            timing = {
+                "rerank_s": time.perf_counter() - start,
+                "rerank_top": top_n,
+                "pairs_scored": len(scorer.scores) - cached,
+                "pairs_cached": cached,
+            }
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)
             with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:

@@ -69,11 +69,6 @@ class CrossEncoder:
         return scores
 
 
-def check_first_stage_weight(weight: float, owner: str) -> None:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-        raise ValueError(f"{owner}: first_stage_weight must be within [0, 1], got {weight!r}")
-
-
 def rank_passages(
     logits: Sequence[float], incoming: Optional[Sequence[Optional[float]]] = None, first_stage_weight: float = 0.0
 ) -> List[Tuple[int, float]]:

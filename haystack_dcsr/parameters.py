@@ -1,12 +1,15 @@
-"""Checks of retriever parameters shared by the Haystack 1.x node and the 2.x component.
+"""Checks of component parameters shared by the Haystack 1.x nodes and the 2.x components.
 
 Both fail at construction, not at the first query: YAML loading constructs components, so a
 misspelt or out-of-range value is reported when the pipeline loads.
 """
 
+from typing import Sequence
 
-def check_parameters(**values) -> None:
-    """Reject values that would only fail at the first query (YAML loading runs __init__)."""
+
+def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (), **values) -> None:
+    """Reject values that would only fail at the first query (YAML loading runs __init__); ``owner``
+    names the component in the error, and a name in ``optional`` may also be None."""
     rules = {
         "top_k": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "top_n_sentences": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
@@ -15,8 +18,12 @@ def check_parameters(**values) -> None:
         "max_query_len": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
         "batch_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "passage_cache_size": (lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
+        "first_stage_weight": (lambda v: isinstance(v, (int, float)) and 0.0 <= v <= 1.0, "within [0, 1]"),
     }
     for name, value in values.items():
+        if name in optional and value is None:
+            continue
         valid, expected = rules[name]
         if isinstance(value, bool) or not valid(value):
-            raise ValueError(f"DCSRRetriever: {name} must be {expected}, got {value!r}")
+            expected += ", or null" if name in optional else ""
+            raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}")

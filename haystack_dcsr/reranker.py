@@ -11,7 +11,8 @@ from typing import List, Optional, Union
 from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
-from haystack_dcsr.cross_encoder import CrossEncoder, check_first_stage_weight, rank_passages
+from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.parameters import check_parameters
 
 
 class CrossEncoderRanker(BaseRanker):
@@ -33,9 +34,7 @@ class CrossEncoderRanker(BaseRanker):
         use_gpu: bool = True,
     ):
         super().__init__()
-        check_first_stage_weight(first_stage_weight, "CrossEncoderRanker")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise ValueError(f"CrossEncoderRanker: top_k must be an integer >= 1 or None, got {top_k!r}")
+        check_parameters("CrossEncoderRanker", ("top_k",), first_stage_weight=first_stage_weight, top_k=top_k)
         self.first_stage_weight, self.top_k = first_stage_weight, top_k
         self.scorer = CrossEncoder(model, batch_size=batch_size, device=None if use_gpu else "cpu")
 

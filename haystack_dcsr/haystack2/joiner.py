@@ -6,6 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
 
 from haystack_dcsr.fusion import HYBRID, fuse_with_parts
+from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.sentence_units import has_support
 
 
@@ -24,8 +25,7 @@ class DCSRHybridJoiner:
     def __init__(self, weights: Optional[List[float]] = None, top_k: Optional[int] = None, scale_hasans: bool = True):
         if weights is not None and (not weights or any(not isinstance(w, (int, float)) or w < 0 for w in weights)):
             raise ValueError(f"DCSRHybridJoiner: weights must be non-negative numbers, got {weights!r}")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise ValueError(f"DCSRHybridJoiner: top_k must be an integer >= 1 or None, got {top_k!r}")
+        check_parameters("DCSRHybridJoiner", ("top_k",), top_k=top_k)
         self.weights = weights
         self.top_k = top_k
         self.scale_hasans = scale_hasans

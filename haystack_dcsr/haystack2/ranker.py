@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.cross_encoder import CrossEncoder, check_first_stage_weight, rank_passages
+from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.parameters import check_parameters
 
 
 @component
@@ -32,9 +33,7 @@ class DCSRCrossEncoderRanker:
         batch_size: int = 32,
         device: Optional[str] = None,
     ):
-        check_first_stage_weight(first_stage_weight, "DCSRCrossEncoderRanker")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise ValueError(f"DCSRCrossEncoderRanker: top_k must be an integer >= 1 or None, got {top_k!r}")
+        check_parameters("DCSRCrossEncoderRanker", ("top_k",), first_stage_weight=first_stage_weight, top_k=top_k)
         self.model, self.first_stage_weight, self.top_k = model, first_stage_weight, top_k
         self.batch_size, self.device = batch_size, device
         self._scorer: Optional[CrossEncoder] = None
