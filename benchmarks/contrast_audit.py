@@ -7,7 +7,11 @@ Subsets (of the pairs whose per-row outcomes the report kept):
 - unique: the first of each repeated question pair (SQuAD dev repeats questions, so one pair can
   appear two or four times; ``build-contrast-set`` now drops repeats unless ``--keep-repeats``);
 - unique, q's gold lacks q''s answer: for "own gold first" only; where q's gold passage also
-  contains an answer of q', ranking it above q''s own gold is not plainly a miss.
+  contains an answer of q', ranking it above q''s own gold is not plainly a miss;
+- as built now: unique pairs whose answers differ by the builder's default rule
+  (``answers_differ``, "shorter_form"): the recorded set was built with exact matching, which let
+  paraphrases such as "Who developed..." / "Who came up with the theory of relativity?"
+  ("Einstein" / "Albert Einstein") through as MEQs.
 
 No model runs: it reads ``squad_open.py``'s report, the contrast set and the corpus.
 
@@ -26,16 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
+from haystack_dcsr.meq import answers_differ  # noqa: E402
 from haystack_dcsr.metrics import has_answer  # noqa: E402
 from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
 
 
 def subsets(pairs: List[Dict], texts: Dict[str, str]) -> Dict[str, np.ndarray]:
     """Boolean masks over the pairs: first of each unordered question-text pair; q's gold lacks
-    an answer of q'; gold passages differ (the pairs "own gold first" is defined on)."""
+    an answer of q'; answers differ by the builder's default rule; gold passages differ (the pairs
+    "own gold first" is defined on)."""
     return {
         "unique": np.array(first_of_each_text_pair([(p["question"], p["meq"]) for p in pairs])),
         "clean": np.array([not has_answer(texts[p["gold"]], p["meq_answers"]) for p in pairs]),
+        "answers": np.array([answers_differ(p["answers"], p["meq_answers"]) for p in pairs]),
         "differ": np.array([p["gold"] != p["meq_gold"] for p in pairs]),
     }
 
@@ -46,7 +53,9 @@ def audit(report: Dict, pairs: List[Dict], texts: Dict[str, str]) -> Dict:
     on_differ = {name: mask[differ] for name, mask in masks.items() if name != "differ"}
     own_sets = {"all": np.ones(differ.sum(), bool), "unique": on_differ["unique"]}
     own_sets["unique, q's gold lacks q''s answer"] = on_differ["unique"] & on_differ["clean"]
+    own_sets["as built now"] = on_differ["unique"] & on_differ["answers"]
     mrr_sets = {"all": np.ones(len(pairs), bool), "unique": masks["unique"]}
+    mrr_sets["as built now"] = masks["unique"] & masks["answers"]
     systems, wins_all, ranks_all = {}, [], []
     for name, system in report["systems"].items():
         contrast = system.get("contrast", {})

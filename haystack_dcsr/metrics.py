@@ -45,6 +45,17 @@ def normalize_answer(text: str) -> str:
     return " ".join(t for t in tokens if t not in ("a", "an", "the"))
 
 
+_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+def answer_words(text: str) -> List[str]:
+    """An answer's words as SQuAD's F1 script reads them: lower case, accents and articles dropped,
+    punctuation deleted rather than split on, so "non-violent" is the one word "nonviolent" and not
+    "violent" with a prefix (the distinction ``answers_differ`` in ``meq`` turns on)."""
+    lowered = unicodedata.normalize("NFD", text.lower()).translate(_combining_marks())
+    return [w for w in _PUNCTUATION.sub("", lowered).split() if w not in ("a", "an", "the")]
+
+
 def contains_answer(normalized_passage: str, normalized_answers: Iterable[str]) -> bool:
     """``has_answer`` on texts already passed through ``normalize_for_matching`` (fast in loops)."""
     return any(answer.strip() and answer in normalized_passage for answer in normalized_answers)

@@ -74,6 +74,29 @@ def test_answer_rule_normalises_answers():
     assert (verdict.accepted, verdict.reason) == (False, "same answer")
 
 
+def test_a_shorter_form_of_an_answer_is_the_same_answer():
+    # exact matching let these SQuAD dev pairs through as MEQs although they are paraphrases
+    assert not answers_differ(["Einstein"], ["Albert Einstein"])
+    assert not answers_differ(["December 1963"], ["12 December 1963"])
+    assert not answers_differ(["to conduct photosynthesis", "conduct photosynthesis"], ["photosynthesis"])
+    # a longer answer that merely holds the other, or a word joined by punctuation, still differs
+    assert answers_differ(["OneDrive"], ["OneDrive for Business"])
+    assert answers_differ(["non-violent"], ["violent"])
+    assert answers_differ(["Class I MHC molecules"], ["Class II MHC molecules"])
+    assert answers_differ(["Einstein"], ["Albert Einstein"], rule="exact")
+    relativity = ("Who developed the theory of relativity?", "Who came up with the theory of relativity?")
+    verdict = MEQFilter(max_edits=4).check(*relativity, ["Einstein"], ["Albert Einstein"])
+    assert (verdict.accepted, verdict.reason) == (False, "same answer")
+    assert MEQFilter(max_edits=4, answer_rule="exact").check(*relativity, ["Einstein"], ["Albert Einstein"]).accepted
+
+
+def test_an_unknown_answer_rule_is_refused():
+    with pytest.raises(ValueError, match="answer_rule must be one of .*'shorter_form'.* got 'fuzzy'"):
+        MEQFilter(answer_rule="fuzzy")
+    with pytest.raises(ValueError, match="got 'fuzzy'"):
+        answers_differ(["a"], ["b"], rule="fuzzy")
+
+
 def test_paraphrase_hook():
     meq = MEQFilter(is_paraphrase=lambda a, b: "penned" in b)
     verdict = meq.check(Q, "Who penned the first Harry Potter book?", ["Rowling"], ["someone else"])

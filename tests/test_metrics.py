@@ -5,6 +5,7 @@ import pytest
 
 from haystack_dcsr.metrics import (
     answer_tokens,
+    answer_words,
     first_hit_ranks,
     has_answer,
     mcnemar_exact,
@@ -97,6 +98,11 @@ def test_top_k_overlap_by_hand():
 
 def test_query_contrast_accuracy():
     assert query_contrast_accuracy([0.9, 0.5, 0.7], [0.8, 0.6, 0.7]) == pytest.approx(1 / 3)  # a tie is a miss
+
+
+def test_answer_words_delete_punctuation_as_squads_f1_script_does():
+    assert answer_words("The non-violent Café, 42,000!") == ["nonviolent", "cafe", "42000"]
+    assert answer_words("J. K. Rowling") == ["j", "k", "rowling"]
 
 
 def test_normalize_answer_is_squad_exact_match_normalisation():

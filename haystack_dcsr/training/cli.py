@@ -14,6 +14,7 @@ import json
 import logging
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import List, Optional
 
@@ -85,7 +86,9 @@ def mine_dense(args) -> None:
 def meq_filter(args):
     from haystack_dcsr.meq import MEQFilter
 
-    return MEQFilter.with_model(args.model, threshold=args.threshold, max_edits=args.max_edits)
+    return MEQFilter.with_model(
+        args.model, threshold=args.threshold, max_edits=args.max_edits, answer_rule=args.answer_rule
+    )
 
 
 def calibrate_meq(args) -> None:
@@ -180,7 +183,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--keep", type=int, default=30)
     p.set_defaults(func=mine_dense)
 
-    def meq_options(p, threshold=True):
+    def meq_options(p, threshold=True, answers=True):
+        from haystack_dcsr.meq import AnswerRule
+
         p.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder for the cosine rule")
         if threshold:
             p.add_argument(
@@ -190,12 +195,20 @@ def main(argv: Optional[List[str]] = None) -> None:
                 help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)",
             )
         p.add_argument("--max-edits", type=int, default=3)
+        if answers:
+            p.add_argument(
+                "--answer-rule",
+                choices=typing.get_args(AnswerRule),
+                default="shorter_form",
+                help="what counts as the same answer: 'exact' rebuilds the sets the README's tables used "
+                "(it let 'Einstein' / 'Albert Einstein' through as different answers)",
+            )
 
     p = commands.add_parser("calibrate-meq", help="the cosine threshold that keeps --keep of AmbigQA's MEQ-like pairs")
     p.add_argument("ambigqa", help="AmbigQA dev_light.json(.gz)")
     p.add_argument("--keep", type=float, default=0.9)
-    meq_options(p, threshold=False)
-    p.set_defaults(func=calibrate_meq, threshold=0.0)
+    meq_options(p, threshold=False, answers=False)
+    p.set_defaults(func=calibrate_meq, threshold=0.0, answer_rule="shorter_form")
 
     p = commands.add_parser("build-contrast-set", help="mine MEQ pairs; write pairs.jsonl and ranking.jsonl")
     p.add_argument("records", help="DPR-format records with gold passages (e.g. data/squad_dev.jsonl)")

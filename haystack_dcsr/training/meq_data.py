@@ -84,12 +84,13 @@ def paraphrase_pairs(records: Sequence[Record], meq_filter: MEQFilter, questions
         max_edits=meq_filter.max_edits,
         trivial_additions=(),
         different_answers=False,
+        answer_rule=meq_filter.answer_rule,
     )
     candidates = [
         (i, j)
         for i, j in pairs
         if records[i].positives[0].key == records[j].positives[0].key
-        and not answers_differ(records[i].answers, records[j].answers)
+        and not answers_differ(records[i].answers, records[j].answers, meq_filter.answer_rule)
     ]
     accepted, _ = same_answer.filter_pairs(questions, candidates)
     return [(i, j) for i, j, _ in accepted]

@@ -2,8 +2,11 @@
 
 import json
 
+import pytest
+
 from haystack_dcsr.meq import MEQFilter
-from haystack_dcsr.training.data import Passage, Record, load_records
+from haystack_dcsr.training.cli import main, write_corpus
+from haystack_dcsr.training.data import Passage, Record, load_records, write_records
 from haystack_dcsr.training.meq_data import build_augmentation, build_contrast_set, word_pairs
 
 ARTICLE = Passage("Olympics", "Paris hosted the Summer Olympics in 1924. London hosted them in 1908.", "olympics-0")
@@ -80,3 +83,27 @@ def test_augmentation_adds_meqs_and_paraphrases_in_trainer_format(tmp_path):
     assert first.negative_questions[0].answers == ["1908"]
     assert first.positive_questions == ["When did Paris hold the Summer Olympics?"]
     assert records[5].negative_questions == [] and records[5].positive_questions == []
+
+
+@pytest.mark.parametrize("flags, rule", [([], "shorter_form"), (["--answer-rule", "exact"], "exact")])
+def test_build_contrast_set_cli_passes_the_answer_rule(tmp_path, monkeypatch, flags, rule):
+    """ "When did Paris hold..." answered "July 1924" is a paraphrase of "When did Paris host...?"
+    ("1924"), not an MEQ: the default rule drops it; --answer-rule exact (the recorded sets') kept it."""
+    chosen = []
+
+    def without_model(cls, model, threshold, max_edits, answer_rule):  # text rules only: no encoder here
+        chosen.append(answer_rule)
+        return cls(threshold=threshold, max_edits=max_edits, answer_rule=answer_rule)
+
+    monkeypatch.setattr(MEQFilter, "with_model", classmethod(without_model))
+    july = Passage("Olympics", "Paris hosted the Summer Olympics in July 1924.", "olympics-july")
+    records = [Record(RECORDS[0].question, ["1924"], [july]), Record(RECORDS[2].question, ["July 1924"], [july])]
+    write_records(records, tmp_path / "records.jsonl")
+    write_corpus([july] + CORPUS, tmp_path / "corpus.jsonl")
+    main(
+        ["build-contrast-set", str(tmp_path / "records.jsonl"), str(tmp_path / "corpus.jsonl"), str(tmp_path / "out")]
+        + flags
+    )
+    pairs = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").open()]
+    assert chosen == [rule]
+    assert [p["meq"] for p in pairs] == ([RECORDS[2].question] if rule == "exact" else [])
