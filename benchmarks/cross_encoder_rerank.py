@@ -12,6 +12,7 @@ recomputed on every run, like a hybrid's, and follows its base when that changes
 
 import hashlib
 import json
+import lzma
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -65,6 +66,31 @@ class PairScores:
 
     def __call__(self, question: str, pids: Sequence[str]) -> List[float]:
         return [self.scores[(question, pid)] for pid in pids]
+
+
+class PairsToScore:
+    """Stands in for ``PairScores`` where the cross-encoder is not here yet (it trains on a GPU machine,
+    ``gpu_cross_encoder.py``): records the pairs the rerank rows would score, and scores nothing.
+    ``squad_open.py --pairs-to-score FILE`` writes them (one line a question) for that machine."""
+
+    def __init__(self):
+        self.wanted: Dict[str, Dict[str, None]] = {}  # question -> passage ids, in first-asked order
+        self.scores: Dict[Tuple[str, str], float] = {}
+
+    def fill(self, wanted: Sequence[Tuple[str, str]]) -> int:
+        for question, pid in wanted:
+            self.wanted.setdefault(question, {})[pid] = None
+        return 0
+
+    def __call__(self, question: str, pids: Sequence[str]) -> List[float]:
+        return [0.0] * len(pids)
+
+    def write(self, path: Path) -> int:
+        """``{"q": question, "p": [passage id, ...]}`` lines, xz-compressed; returns the number of pairs."""
+        with lzma.open(path, "wt") as handle:
+            for question, pids in self.wanted.items():
+                handle.write(json.dumps({"q": question, "p": list(pids)}) + "\n")
+        return sum(map(len, self.wanted.values()))
 
 
 def rerank_rankings(

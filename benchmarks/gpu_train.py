@@ -348,8 +348,9 @@ def cast_floats(weights: dict, dtype) -> dict:
     return {k: v.to(dtype).contiguous() if v.is_floating_point() else v for k, v in weights.items()}
 
 
-def export(run_dir: Path, out: Path, name: str) -> None:
-    """fp16 safetensors of both towers, cut into parts that fit the device tool's 16 MiB files."""
+def export(run_dir: Path, out: Path, name: str, parts=("query_encoder", "passage_encoder")) -> bytes:
+    """fp16 safetensors of ``run_dir``'s ``parts`` (both towers; ``("",)``: ``run_dir`` itself, as a
+    cross-encoder), cut into files that fit the device tool's 16 MiB; returns the archive they join to."""
     import io
     import tarfile
 
@@ -358,20 +359,22 @@ def export(run_dir: Path, out: Path, name: str) -> None:
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for tower in ("query_encoder", "passage_encoder"):
-            directory = run_dir / tower
+        for part in parts:
+            directory = run_dir / part
             for path in sorted(directory.iterdir()):
+                arcname = f"{part}/{path.name}" if part else path.name
                 if path.name == "model.safetensors":
                     half = cast_floats(load_file(str(path)), torch.float16)
-                    staged = Path("/tmp") / f"{name}-{tower}.safetensors"
+                    staged = Path("/tmp") / f"{name}-{part or 'model'}.safetensors"
                     save_file(half, str(staged), metadata={"format": "pt"})
-                    archive.add(staged, arcname=f"{tower}/model.safetensors")
+                    archive.add(staged, arcname=arcname)
                 elif path.is_file():
-                    archive.add(path, arcname=f"{tower}/{path.name}")
+                    archive.add(path, arcname=arcname)
     data = buffer.getvalue()
     for number, start in enumerate(range(0, len(data), PART)):
         (out / f"{name}.tar.part{number}").write_bytes(data[start : start + PART])
     torch.cuda.empty_cache()
+    return data
 
 
 def unpack(parts_dir: Path, target: Path) -> None:

@@ -41,7 +41,13 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from cross_encoder_rerank import PairScores, directory_fingerprint, rerank_candidates, rerank_rankings  # noqa: E402
+from cross_encoder_rerank import (  # noqa: E402
+    PairScores,
+    PairsToScore,
+    directory_fingerprint,
+    rerank_candidates,
+    rerank_rankings,
+)
 from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 from plot import accuracy_svg  # noqa: E402
@@ -292,7 +298,14 @@ def main() -> None:
     add_data_arguments(parser)
     parser.add_argument("--system", action="append", help="NAME=KIND[:DIR] (repeatable); see the module doc")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/squad_open.json"))
+    parser.add_argument(
+        "--pairs-to-score",
+        type=Path,
+        help="write the (question, passage) pairs the rerank rows need to this .jsonl.xz instead of scoring them "
+        "and reporting those rows: for a cross-encoder trained and run elsewhere (benchmarks/gpu_cross_encoder.py)",
+    )
     args = parser.parse_args()
+    collector = PairsToScore() if args.pairs_to_score else None
 
     bench = load_benchmark(args)
     passages, questions, texts, pairs, ranking, fingerprint = bench
@@ -340,7 +353,7 @@ def main() -> None:
             base, model_dir, top_n = parse_rerank(target)
             if base not in rankings:
                 raise SystemExit(f"{spec!r}: list the base system {base!r} before it")
-            scorer = PairScores(model_dir, texts, args.workdir)
+            scorer = collector or PairScores(model_dir, texts, args.workdir)
             cached = len(scorer.scores)
             start = time.perf_counter()  # the contrast set first: its few thousand pairs report early
             blend = kind == "rerank-blend"
@@ -350,11 +363,12 @@ def main() -> None:
                 reranked = rerank_candidates(ranking, served_scores[base], scorer, top_n, blend)
                 ranking_result = ranking_report(reranked, ranking, pairs)
                 served_scores[name] = [r.tolist() for r in reranked]
-                print(
-                    f"{name}: MEQ ranking MRR q {ranking_result['ranking_q']['MRR']:.3f}, "
-                    f"q' {ranking_result['ranking_meq']['MRR']:.3f}",
-                    flush=True,
-                )
+                if not collector:
+                    print(
+                        f"{name}: MEQ ranking MRR q {ranking_result['ranking_q']['MRR']:.3f}, "
+                        f"q' {ranking_result['ranking_meq']['MRR']:.3f}",
+                        flush=True,
+                    )
             rankings[name] = rerank_rankings([q for q, _, _ in questions], rankings[base], scorer, top_n, blend)
             timing = {
                 "rerank_s": time.perf_counter() - start,
@@ -362,6 +376,8 @@ def main() -> None:
                 "pairs_scored": len(scorer.scores) - cached,
                 "pairs_cached": cached,
             }
+            if collector:
+                continue
         else:
             print(f"{name}: indexing {len(passages)} passages", flush=True)
             with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
@@ -409,6 +425,9 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
         ranks_file.write_text(json.dumps(first_hits))
+    if collector:
+        print(f"{collector.write(args.pairs_to_score)} pairs to score -> {args.pairs_to_score}")
+        return
     # paired tests are derived on demand (benchmarks/paired_tests.py): over every pair they grew quadratically
     for stale in ("paired", "ranking_paired", "own_gold_paired"):
         report.pop(stale, None)
