@@ -32,7 +32,9 @@ HYBRID="Hybrid DCSR (MEQ-centred, QQ off, 1 epoch, H100) + BM25"
   --system "Cross-encoder (960 CPU steps) over $HYBRID, top 20=rerank:$HYBRID+$CE2/last@20" \
   --system "Cross-encoder (960 CPU steps) blended with $HYBRID, top 20=rerank-blend:$HYBRID+$CE2/last@20" \
   --system "Cross-encoder (960 CPU steps) blended with $HYBRID, top 10=rerank-blend:$HYBRID+$CE2/last@10" \
-  --system "Cross-encoder (960 CPU steps) blended with $HYBRID, top 5=rerank-blend:$HYBRID+$CE2/last@5"
+  --system "Cross-encoder (960 CPU steps) blended with $HYBRID, top 5=rerank-blend:$HYBRID+$CE2/last@5" \
+  --system "$HYBRID, HasAns as is=hybrid-hasans:$DENSE+BM25" \
+  --system "Cross-encoder (960 CPU steps) blended with $HYBRID, HasAns as is, top 20=rerank-blend:$HYBRID, HasAns as is+$CE2/last@20"
 # the all-dev row (top 5: ~30 min of scoring here; the top 20 of 10,570 questions would be ~2 hours):
 #   .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev --out benchmarks/results/squad_open_dev.json \
 #     --system BM25=bm25 --system "$DENSE=ranked:runs/gpu/qq_mb_off_epoch1.ranked.json.xz" --system "$HYBRID=hybrid:$DENSE+BM25" \
