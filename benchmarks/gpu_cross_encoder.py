@@ -49,8 +49,7 @@ def read_pairs(path: Path) -> list:
 def run(args) -> None:
     import torch
 
-    import_core()
-    sys.path.insert(0, str(ROOT))
+    import_core()  # also puts the repository on sys.path
     from cross_encoder_rerank import directory_fingerprint
 
     from haystack_dcsr.cross_encoder import CrossEncoder

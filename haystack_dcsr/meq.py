@@ -74,9 +74,10 @@ def answers_differ(answers: Sequence[str], other_answers: Sequence[str], rule: A
     and 11 of the 352 contrast pairs (README, "Contrast set"). A longer answer that merely holds the
     other one ("OneDrive for Business" / "OneDrive") still differs, as does "non-violent" / "violent".
     """
+    rule = checked_answer_rule(rule)
     if {normalize_answer(a) for a in answers} & {normalize_answer(a) for a in other_answers}:
         return False
-    if checked_answer_rule(rule) == "exact":
+    if rule == "exact":
         return True
     mine = [Counter(answer_words(a)) for a in answers]
     theirs = [Counter(answer_words(a)) for a in other_answers]

@@ -115,3 +115,13 @@ def make_records(n=24, seed=0):
             )
         )
     return records
+
+
+def with_meqs(records, every=2):
+    """Every ``every``-th record gets the next record as a stand-in MEQ (its gold differs)."""
+    import dataclasses
+
+    out = [dataclasses.replace(r) for r in records]
+    for i in range(0, len(out) - 1, every):
+        out[i].negative_questions = [dataclasses.replace(records[i + 1], hard_negatives=[])]
+    return out

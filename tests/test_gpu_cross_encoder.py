@@ -2,13 +2,12 @@
 trained and scored "there" from the packed data, and the returned model and scores install as the
 ``PairScores`` cache of exactly the directory that scored them (a changed model is refused)."""
 
-import dataclasses
 import json
 import lzma
 
 import numpy as np
 import pytest
-from conftest import make_records
+from conftest import make_records, with_meqs
 from tiny_models import make_tiny_cross_encoder
 
 from haystack_dcsr.cross_encoder import CrossEncoder
@@ -19,11 +18,8 @@ from tests.benchmark_scripts import load_benchmark
 def packed_data(tmp_path, gpu_train):
     """gpu_train.py pack's layout for a few records, half of them with an MEQ (the next record)."""
     records = make_records(12)
-    with_meqs = [dataclasses.replace(r) for r in records]
-    for i in range(0, len(records) - 1, 2):
-        with_meqs[i].negative_questions = [dataclasses.replace(records[i + 1], hard_negatives=[])]
     write_records(records, tmp_path / "train.jsonl")
-    write_records(with_meqs, tmp_path / "train_meq.jsonl")
+    write_records(with_meqs(records), tmp_path / "train_meq.jsonl")
     data, corpus = tmp_path / "packed", {}
     data.mkdir()
     gpu_train.pack_records(tmp_path / "train.jsonl", data / "train.jsonl.xz", corpus)

@@ -95,6 +95,8 @@ def test_an_unknown_answer_rule_is_refused():
         MEQFilter(answer_rule="fuzzy")
     with pytest.raises(ValueError, match="got 'fuzzy'"):
         answers_differ(["a"], ["b"], rule="fuzzy")
+    with pytest.raises(ValueError, match="got 'fuzzy'"):  # also where the answers already match
+        answers_differ(["a"], ["a"], rule="fuzzy")
 
 
 def test_paraphrase_hook():

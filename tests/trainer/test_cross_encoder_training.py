@@ -1,12 +1,11 @@
 """``train-cross-encoder``: MEQ golds as the first negatives both ways, answer-bearing negatives dropped,
 batches with their MEQ share, a run that learns and writes a directory both rerankers load, the CLI."""
 
-import dataclasses
 import json
 import random
 
 import pytest
-from conftest import make_records
+from conftest import make_records, with_meqs
 from tiny_models import MINILM
 
 from haystack_dcsr.cross_encoder import CrossEncoder
@@ -14,14 +13,6 @@ from haystack_dcsr.training.cli import main as cli
 from haystack_dcsr.training.config import CrossEncoderConfig
 from haystack_dcsr.training.cross_encoder import batches, record_groups, train_cross_encoder
 from haystack_dcsr.training.data import DataError, Passage, write_records
-
-
-def with_meqs(records, every=2):
-    """Every ``every``-th record gets the next record as a stand-in MEQ (its gold differs)."""
-    out = [dataclasses.replace(r) for r in records]
-    for i in range(0, len(out) - 1, every):
-        out[i].negative_questions = [dataclasses.replace(records[i + 1], hard_negatives=[])]
-    return out
 
 
 def test_the_meq_gold_is_the_first_negative_both_ways_and_answers_are_never_negatives():
