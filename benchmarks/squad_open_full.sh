@@ -82,8 +82,10 @@ with_ranked qq_mb_off_epoch1 "DCSR, MEQ-centred batches, QQ off, 1 epoch (H100)"
 H="Hybrid DCSR (MEQ-centred, QQ off, 1 epoch, H100) + BM25"
 [ -d runs/cross_encoder/last ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
   "Cross-encoder (320 CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder/last@5")
-[ -d runs/cross_encoder_960/last ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
-  "Cross-encoder (960 CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder_960/last@5")
+for steps in 960 1600; do  # the same model continued for 640 and 1,280 more steps (cross_encoder_rerank.sh)
+  [ -d "runs/cross_encoder_$steps/last" ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
+    "Cross-encoder ($steps CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder_$steps/last@5")
+done
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
