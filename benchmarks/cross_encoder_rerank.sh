@@ -5,22 +5,29 @@
 # alone and blended with the base's own scores (rerank-blend), on the default
 # 1,000-question sample of SQuAD dev and on the whole 352-pair contrast set. The cross-encoder's scores are
 # kept in the workdir, so a second base costs only the pairs the first did not score.
-#   bash benchmarks/cross_encoder_rerank.sh     (~34 + 67 + 59 min of training and ~90 min of scoring on 2 cores)
+#   bash benchmarks/cross_encoder_rerank.sh     (~34 + 67 + 59 + 88 min of training and ~90 min of scoring on 2 cores)
 set -euo pipefail
 STEPS=${STEPS:-320}
 CE=runs/cross_encoder
 [ -d "$CE/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder \
   --set max_steps="$STEPS" --set output_dir="$CE" --device cpu
-# longer budgets continue the previous model for 640 steps on fresh batches (a new seed; its head, no longer
-# new, at the encoder's rate): 960 steps (seed 1, ~67 min here) and 1,600 steps (seed 2, ~59 min)
-continue_from() {  # FROM TO SEED
+# longer budgets continue the previous model on fresh batches (a new seed and a fresh schedule; its head, no
+# longer new, at the encoder's rate): 960 steps (+640, seed 1, ~67 min here), 1,600 steps (+640, seed 2,
+# ~59 min) and 2,560 steps (+960, seed 3, ~88 min)
+continue_from() {  # FROM TO SEED STEPS
   [ -d "$2/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder --set model="$1/last" \
-    --set seed="$3" --set max_steps=640 --set head_lr=5e-5 --set output_dir="$2" --device cpu
+    --set seed="$3" --set max_steps="$4" --set head_lr=5e-5 --set output_dir="$2" --device cpu
 }
 CE2=runs/cross_encoder_960
 CE3=runs/cross_encoder_1600
-continue_from "$CE" "$CE2" 1
-continue_from "$CE2" "$CE3" 2
+CE4=runs/cross_encoder_2560
+continue_from "$CE" "$CE2" 1 640
+continue_from "$CE2" "$CE3" 2 640
+continue_from "$CE3" "$CE4" 3 960
+# the stages' ends (960, 1,600 and 2,560 steps) averaged: SWA over a cyclic schedule, no training (seconds)
+SOUP=runs/cross_encoder_soup
+[ -d "$SOUP/last" ] || .venv/bin/python -m haystack_dcsr.training average-checkpoints "$CE2/last" "$CE3/last" "$CE4/last" \
+  --out "$SOUP/last"
 DENSE="DCSR, MEQ-centred batches, QQ off, 1 epoch (H100)"
 HYBRID="Hybrid DCSR (MEQ-centred, QQ off, 1 epoch, H100) + BM25"
 systems=(
@@ -40,11 +47,14 @@ with_budget() {  # LABEL DIR: the model alone over the hybrid's top 20, and blen
 with_budget "$STEPS CPU steps" "$CE"
 with_budget "960 CPU steps" "$CE2"
 with_budget "1600 CPU steps" "$CE3"
+with_budget "2560 CPU steps" "$CE4"
+with_budget "960+1600+2560 averaged" "$SOUP"
 over_hasans() {  # LABEL DIR: blended over the HasAns-as-is hybrid's top 20 (the base with the better order between the golds)
   systems+=("Cross-encoder ($1) blended with $HYBRID, HasAns as is, top 20=rerank-blend:$HYBRID, HasAns as is+$2/last@20")
 }
 over_hasans "960 CPU steps" "$CE2"
 over_hasans "1600 CPU steps" "$CE3"
+over_hasans "2560 CPU steps" "$CE4"
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 1000 --contrast-set data/meq_dev \

@@ -147,6 +147,12 @@ def train_cross_encoder(args) -> None:
     print(f"cross-encoder -> {run(CrossEncoderConfig.from_yaml(args.config, args.set), args.device)}")
 
 
+def average(args) -> None:
+    from haystack_dcsr.training.averaging import average_checkpoints
+
+    print(f"averaged {len(args.directories)} checkpoints -> {average_checkpoints(args.directories, args.out)}")
+
+
 def publish(args) -> None:
     from haystack_dcsr.hub import publish as upload
 
@@ -258,6 +264,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: a GPU when there is one)")
     p.set_defaults(func=train_cross_encoder)
 
+    p = commands.add_parser(
+        "average-checkpoints", help="uniform weight average of checkpoints of one model (e.g. training stages' ends)"
+    )
+    p.add_argument("directories", nargs="+", type=Path, help="two or more model directories of one architecture")
+    p.add_argument("--out", type=Path, required=True, help="the new directory (must not exist)")
+    p.set_defaults(func=average)
+
     p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
     p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")
     p.add_argument("repo_id", help="org/name on the Hugging Face hub")
@@ -267,12 +280,13 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.config import ConfigError
     from haystack_dcsr.training.engine import CheckpointError
 
     try:
         args.func(args)
-    except (DataError, ConfigError, CheckpointError) as error:
+    except (DataError, ConfigError, CheckpointError, CheckpointMismatch, FileExistsError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
 
