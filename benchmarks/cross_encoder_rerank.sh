@@ -63,4 +63,4 @@ for s in "${systems[@]}"; do args+=(--system "$s"); done
 # benchmarks/squad_open_full.sh's; with only these runs on disk, add one to the report directly:
 #   .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev --out benchmarks/results/squad_open_dev.json \
 #     --system BM25=bm25 --system "$DENSE=ranked:runs/gpu/qq_mb_off_epoch1.ranked.json.xz" --system "$HYBRID=hybrid:$DENSE+BM25" \
-#     --system "Cross-encoder (1600 CPU steps) blended with $HYBRID, top 5=rerank-blend:$HYBRID+$CE3/last@5"
+#     --system "Cross-encoder (2560 CPU steps) blended with $HYBRID, top 5=rerank-blend:$HYBRID+$CE4/last@5"

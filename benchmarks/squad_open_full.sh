@@ -82,7 +82,7 @@ with_ranked qq_mb_off_epoch1 "DCSR, MEQ-centred batches, QQ off, 1 epoch (H100)"
 H="Hybrid DCSR (MEQ-centred, QQ off, 1 epoch, H100) + BM25"
 [ -d runs/cross_encoder/last ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
   "Cross-encoder (320 CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder/last@5")
-for steps in 960 1600; do  # the same model continued for 640 and 1,280 more steps (cross_encoder_rerank.sh)
+for steps in 960 1600 2560; do  # the same model continued for 640, 1,280 and 2,240 more steps (cross_encoder_rerank.sh)
   [ -d "runs/cross_encoder_$steps/last" ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
     "Cross-encoder ($steps CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder_$steps/last@5")
 done
