@@ -27,27 +27,38 @@ def weight_files(directory: Path) -> List[Path]:
     return sorted(p.relative_to(directory) for p in directory.rglob("*.safetensors"))
 
 
-def _check_same(name: str, tensors: Sequence[Dict[str, torch.Tensor]], sources: Sequence[Path]) -> None:
-    first = tensors[0]
-    for other, source in zip(tensors[1:], sources[1:]):
-        if set(other) != set(first):
-            missing = sorted(set(first) ^ set(other))[:3]
-            raise CheckpointMismatch(f"{source / name}: tensor names differ from {sources[0] / name} (e.g. {missing})")
-        for key, value in first.items():
-            if other[key].shape != value.shape or other[key].dtype != value.dtype:
+def _check_same(name: Path, first: Dict[str, torch.Tensor], other: Dict[str, torch.Tensor], paths: Sequence[Path]):
+    """``other`` (read from ``paths[1]``) has ``first``'s (``paths[0]``) tensor names, shapes and dtypes."""
+    if set(other) != set(first):
+        missing = sorted(set(first) ^ set(other))[:3]
+        raise CheckpointMismatch(f"{paths[1] / name}: tensor names differ from {paths[0] / name} (e.g. {missing})")
+    for key, value in first.items():
+        if other[key].shape != value.shape or other[key].dtype != value.dtype:
+            raise CheckpointMismatch(
+                f"{paths[1] / name}: {key} differs from {paths[0] / name} "
+                f"({tuple(other[key].shape)} {other[key].dtype} vs {tuple(value.shape)} {value.dtype})"
+            )
+
+
+def _average_file(name: Path, sources: Sequence[Path]) -> Dict[str, torch.Tensor]:
+    """One weight file averaged over ``sources`` as a running float32 sum, so memory stays at a few copies of
+    the file however many checkpoints there are; integer buffers (e.g. position ids) must agree."""
+    first = load_file(str(sources[0] / name))
+    totals = {k: v.to(torch.float32, copy=True) if v.is_floating_point() else v for k, v in first.items()}
+    for source in sources[1:]:
+        other = load_file(str(source / name))
+        _check_same(name, first, other, (sources[0], source))
+        for key, value in other.items():
+            if value.is_floating_point():
+                totals[key] += value.float()
+            elif not torch.equal(value, first[key]):
                 raise CheckpointMismatch(
-                    f"{source / name}: {key} differs from {sources[0] / name} "
-                    f"({tuple(other[key].shape)} {other[key].dtype} vs {tuple(value.shape)} {value.dtype})"
+                    f"{source / name}: integer tensor {key} differs from {sources[0] / name}; it cannot be averaged"
                 )
-
-
-def _mean(values: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Floating tensors are averaged in float32 and cast back; integer buffers (e.g. position ids) must agree."""
-    if not values[0].is_floating_point():
-        if any(not torch.equal(v, values[0]) for v in values[1:]):
-            raise CheckpointMismatch("an integer tensor differs between checkpoints; it cannot be averaged")
-        return values[0]
-    return (torch.stack([v.float() for v in values]).mean(0)).to(values[0].dtype)
+    return {
+        key: (total / len(sources)).to(first[key].dtype).contiguous() if first[key].is_floating_point() else total
+        for key, total in totals.items()
+    }
 
 
 def average_checkpoints(directories: Sequence[Path], output_dir: Path) -> Path:
@@ -64,11 +75,7 @@ def average_checkpoints(directories: Sequence[Path], output_dir: Path) -> Path:
     for source in sources[1:]:
         if weight_files(source) != names:
             raise CheckpointMismatch(f"{source} does not hold the same weight files as {sources[0]}: {names}")
-    averaged = {}
-    for name in names:
-        tensors = [load_file(str(source / name)) for source in sources]
-        _check_same(str(name), tensors, sources)
-        averaged[name] = {key: _mean([t[key] for t in tensors]).contiguous() for key in tensors[0]}
+    averaged = {name: _average_file(name, sources) for name in names}  # every check passes before anything is written
     scratch = output_dir.with_name(output_dir.name + ".partial")
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(sources[0], scratch, ignore=shutil.ignore_patterns("*.safetensors"))

@@ -72,3 +72,18 @@ def test_the_cli_writes_the_average_and_reports_a_mismatch_as_an_error(tmp_path,
         cli(["average-checkpoints", a, c, "--out", str(tmp_path / "bad")])
     assert stopped.value.code == 2 and "differ" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_integer_buffers_must_agree_and_the_error_names_the_tensor(tmp_path):
+    from safetensors.torch import save_file
+
+    for name, ids in (("a", [0, 1, 2]), ("b", [0, 1, 2]), ("c", [0, 2, 1])):
+        (tmp_path / name).mkdir()
+        weights = {"w": torch.full((2,), float(ord(name))), "ids": torch.tensor(ids)}
+        save_file(weights, str(tmp_path / name / "model.safetensors"))
+    out = average_checkpoints([tmp_path / "a", tmp_path / "b"], tmp_path / "ab")
+    averaged = load_file(out / "model.safetensors")
+    assert averaged["w"].tolist() == [97.5, 97.5] and averaged["ids"].tolist() == [0, 1, 2]
+    with pytest.raises(CheckpointMismatch, match=r"integer tensor ids differs"):
+        average_checkpoints([tmp_path / "a", tmp_path / "c"], tmp_path / "ac")
+    assert not (tmp_path / "ac").exists()
