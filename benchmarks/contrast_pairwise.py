@@ -1,0 +1,111 @@
+"""A cross-encoder's preference between the two gold passages of a contrast pair, read directly:
+does q' score its own gold above q's gold (and q its own above q''s)? No first stage is involved.
+
+Why: over a first stage, "own gold first" mixes the reranker's judgement with which passages reached
+it. Read on the dev contrast set (unique pairs whose golds differ) and on a seeded sample of the
+training MEQ pairs the model learnt from, the gap between the two says what limits the reranker:
+it fits the training pairs but not dev (short of data) or it fits neither (short of capacity or
+steps). Training pairs are kept only where q's gold holds no answer of q' (the trainer's rule for a
+contrast negative, ``answerless_negatives``); dev pairs where it does are reported apart.
+
+    python benchmarks/contrast_pairwise.py runs/cross_encoder_1600/last runs/cross_encoder_2560/last
+    # -> benchmarks/results/contrast_pairwise.json (models compared in order, paired McNemar)
+"""
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
+from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
+from haystack_dcsr.metrics import has_answer, mcnemar_exact  # noqa: E402
+from haystack_dcsr.training.data import load_records  # noqa: E402
+from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
+
+Pair = Tuple[str, str, str, str, bool]  # q, q's gold text, q', q''s gold text, q's gold holds no answer of q'
+
+
+def dev_pairs(contrast_set: Path, texts: Dict[str, str]) -> List[Pair]:
+    pairs, _ = load_contrast_set(contrast_set)
+    unique = first_of_each_text_pair([(p["question"], p["meq"]) for p in pairs])
+    return [
+        (
+            p["question"],
+            texts[p["gold"]],
+            p["meq"],
+            texts[p["meq_gold"]],
+            not has_answer(texts[p["gold"]], p["meq_answers"]),
+        )
+        for p, first in zip(pairs, unique)
+        if first and p["gold"] != p["meq_gold"]
+    ]
+
+
+def train_pairs(path: Path, n: int, seed: int) -> List[Pair]:
+    pairs = []
+    for record in load_records(path).records:
+        for edited in record.negative_questions:
+            if record.positives and edited.positives and edited.positives[0].key != record.positives[0].key:
+                gold, own = record.positives[0].text, edited.positives[0].text
+                if not has_answer(gold, edited.answers):
+                    pairs.append((record.question, gold, edited.question, own, True))
+    return random.Random(seed).sample(pairs, min(n, len(pairs)))
+
+
+def preferences(model: CrossEncoder, pairs: Sequence[Pair]) -> Dict[str, List[bool]]:
+    """Per pair: q' scores its own gold above q's gold; q scores its own above q''s."""
+    rows = [(e, own) for _, _, e, own, _ in pairs] + [(e, gold) for _, gold, e, _, _ in pairs]
+    rows += [(q, gold) for q, gold, _, _, _ in pairs] + [(q, own) for q, _, _, own, _ in pairs]
+    s = model.score_pairs(rows).reshape(4, len(pairs))
+    return {"meq": (s[0] > s[1]).tolist(), "q": (s[2] > s[3]).tolist()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="+", help="cross-encoder directories, compared in order")
+    parser.add_argument("--contrast-set", type=Path, default=ROOT / "data/meq_dev")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "data/corpus.jsonl")
+    parser.add_argument("--train-file", type=Path, default=ROOT / "data/squad_train_meq.jsonl")
+    parser.add_argument("--train-pairs", type=int, default=300, help="seeded sample of training MEQ pairs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/contrast_pairwise.json")
+    args = parser.parse_args()
+    texts = {row["passage_id"]: row["text"] for row in map(json.loads, args.corpus.open())}
+    sets = {
+        "dev": dev_pairs(args.contrast_set, texts),
+        "train": train_pairs(args.train_file, args.train_pairs, args.seed),
+    }
+    clean = np.array([c for *_, c in sets["dev"]])
+    result = {"command": " ".join(sys.argv), "pairs": {k: len(v) for k, v in sets.items()}, "models": {}}
+    result["pairs"]["dev, q's gold lacks q''s answer"] = int(clean.sum())
+    outcomes = {}
+    for name in args.models:
+        model = CrossEncoder(name)
+        won = {split: preferences(model, pairs) for split, pairs in sets.items()}
+        outcomes[name] = won
+        row = {f"{split} {role}": float(np.mean(w[role])) for split, w in won.items() for role in ("meq", "q")}
+        row["dev, q's gold lacks q''s answer, meq"] = float(np.mean(np.array(won["dev"]["meq"])[clean]))
+        result["models"][name] = row
+        print(name, json.dumps({k: round(v, 3) for k, v in row.items()}), flush=True)
+    result["paired"] = {
+        f"{a} vs {b}": {
+            f"{split} {role}": mcnemar_exact(outcomes[a][split][role], outcomes[b][split][role])
+            for split in sets
+            for role in ("meq", "q")
+        }
+        for a, b in zip(args.models, args.models[1:])
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
