@@ -86,6 +86,9 @@ for steps in 960 1600 2560; do  # the same model continued for 640, 1,280 and 2,
   [ -d "runs/cross_encoder_$steps/last" ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
     "Cross-encoder ($steps CPU steps) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder_$steps/last@5")
 done
+# the 2,560-step model's twin whose last stage trained on near-MEQs (cross_encoder_rerank.sh)
+[ -d runs/cross_encoder_2560_loose/last ] && [ -f runs/gpu/qq_mb_off_epoch1.ranked.json.xz ] && systems+=(
+  "Cross-encoder (2560 CPU steps, last 960 on near-MEQs) blended with $H, top 5=rerank-blend:$H+runs/cross_encoder_2560_loose/last@5")
 args=()
 for s in "${systems[@]}"; do args+=(--system "$s"); done
 .venv/bin/python benchmarks/squad_open.py --questions 0 --contrast-set data/meq_dev \
