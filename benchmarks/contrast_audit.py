@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
 from haystack_dcsr.meq import answers_differ  # noqa: E402
 from haystack_dcsr.metrics import has_answer  # noqa: E402
+from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
 
 
@@ -109,7 +110,7 @@ def main() -> None:
     pairs, _ = load_contrast_set(args.contrast_set)
     if not pairs:
         parser.error(f"no pairs.jsonl in {args.contrast_set}: build it with build-contrast-set --keep-repeats")
-    texts = {row["passage_id"]: row["text"] for row in map(json.loads, args.corpus.open())}
+    texts = {p.key: p.text for p in read_corpus(str(args.corpus))}
     result = audit(json.loads(args.report.read_text()), pairs, texts)
     result["command"] = " ".join(sys.argv)
     args.out.write_text(json.dumps(result, indent=1))

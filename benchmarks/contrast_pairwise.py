@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
 from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
 from haystack_dcsr.metrics import has_answer, mcnemar_exact  # noqa: E402
+from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
 
@@ -78,7 +79,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/contrast_pairwise.json")
     args = parser.parse_args()
-    texts = {row["passage_id"]: row["text"] for row in map(json.loads, args.corpus.open())}
+    texts = {p.key: p.text for p in read_corpus(str(args.corpus))}
     sets = {
         "dev": dev_pairs(args.contrast_set, texts),
         "train": train_pairs(args.train_file, args.train_pairs, args.seed),
