@@ -87,7 +87,7 @@ def dcsr_prefers(name: str) -> Prefers:
     splitter = model.splitter()
 
     def units(text: str) -> List[str]:
-        return [text] if model.settings.level == "passage" else splitter.split(text)
+        return splitter.split(text) if model.settings.split_sentences else [text]
 
     def prefers(rows: Sequence[Tuple[str, str, str]]) -> np.ndarray:
         texts = list(dict.fromkeys(t for _, a, b in rows for t in (a, b)))
