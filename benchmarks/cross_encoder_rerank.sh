@@ -8,12 +8,11 @@
 #   bash benchmarks/cross_encoder_rerank.sh     (~34 + 67 + 59 + 88 + 82 min of training and ~90 min of scoring on 2 cores)
 set -euo pipefail
 STEPS=${STEPS:-320}
+source "$(dirname "$0")/cross_encoder_stages.sh"
 CE=runs/cross_encoder
-[ -d "$CE/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder \
-  --set max_steps="$STEPS" --set output_dir="$CE" --device cpu
+train_stage "$CE" "$STEPS"
 # longer budgets continue the previous model (cross_encoder_stages.sh): 960 steps (+640, seed 1, ~67 min here),
 # 1,600 steps (+640, seed 2, ~59 min) and 2,560 steps (+960, seed 3, ~88 min)
-source "$(dirname "$0")/cross_encoder_stages.sh"
 CE2=runs/cross_encoder_960
 CE3=runs/cross_encoder_1600
 CE4=runs/cross_encoder_2560

@@ -26,18 +26,15 @@ if [ ! -f "$BASE/model.safetensors" ]; then
   rm -r "$tmp"
   echo "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658  $BASE/model.safetensors" | sha256sum -c
 fi
-train() {  # BASE OUT: the recipe as the README's first reranker stage, only the base and the budget differ
-  [ -d "$2/last" ] || .venv/bin/python -m haystack_dcsr.training train-cross-encoder --set model="$1" \
-    --set max_steps="$STEPS" --set output_dir="$2" --device cpu
-}
-train all-MiniLM-L6-v2 "runs/cross_encoder_minilm_$STEPS"
-train "$BASE" "runs/cross_encoder_mpnet_$STEPS"
-# mpnet trained further as MiniLM was (cross_encoder_stages.sh): one more stage of MORE steps (seed 1), then both
-# read against the two golds
+# the recipe as the README's first reranker stage (cross_encoder_stages.sh), only the base and the budget differ
 source "$(dirname "$0")/cross_encoder_stages.sh"
-MPNET=("runs/cross_encoder_mpnet_$STEPS" "runs/cross_encoder_mpnet_$((STEPS + MORE))")
-continue_from "${MPNET[0]}" "${MPNET[1]}" 1 "$MORE"
-.venv/bin/python benchmarks/contrast_pairwise.py "${MPNET[@]/%//last}" --out benchmarks/results/contrast_pairwise_mpnet.json
+train_stage "runs/cross_encoder_minilm_$STEPS" "$STEPS" --set model=all-MiniLM-L6-v2
+train_stage "runs/cross_encoder_mpnet_$STEPS" "$STEPS" --set model="$BASE"
+# mpnet trained further as MiniLM was: one more stage of MORE steps (seed 1), then both read against the two golds
+MPNET_MORE="runs/cross_encoder_mpnet_$((STEPS + MORE))"
+continue_from "runs/cross_encoder_mpnet_$STEPS" "$MPNET_MORE" 1 "$MORE"
+.venv/bin/python benchmarks/contrast_pairwise.py "runs/cross_encoder_mpnet_$STEPS/last" "$MPNET_MORE/last" \
+  --out benchmarks/results/contrast_pairwise_mpnet.json
 .venv/bin/python benchmarks/contrast_pairwise.py "runs/cross_encoder_minilm_$STEPS/last" "runs/cross_encoder_mpnet_$STEPS/last" \
   runs/cross_encoder_2560/last --out benchmarks/results/contrast_pairwise_size.json
 .venv/bin/python benchmarks/contrast_pairwise.py dcsr:runs/cpu_dcsr/last dcsr:all-MiniLM-L6-v2 "dcsr:$BASE" \
