@@ -5,7 +5,8 @@ two often retrieve the same passages; a cross-encoder attends from the edited wo
 The model is a plain Hugging Face sequence-classification directory with one logit (what
 ``dcsr-train train-cross-encoder`` writes), so Haystack's own ``SentenceTransformersRanker`` loads
 it in a pipeline unchanged. This class is the batch scorer the benchmarks use: pairs are sorted by
-length before batching, which on a CPU spends about half the padded tokens of arrival order.
+length before batching, which on a CPU spends about half the padded tokens of arrival order, and
+``quantize="int8"`` scores ~2x faster on a CPU with the same preferences (``haystack_dcsr/int8.py``).
 """
 
 from typing import List, Optional, Sequence, Tuple
@@ -15,6 +16,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from haystack_dcsr.fusion import fuse
+from haystack_dcsr.int8 import Quantize, quantized
 from haystack_dcsr.models import pick_device, resolve_model_path
 
 Passages = List[Tuple[str, float]]  # one question's (passage id, score), best first
@@ -28,10 +30,17 @@ class CrossEncoder:
     :param max_length: question and passage tokens together; the passage is truncated, never the
         question. Default: the tokenizer's ``model_max_length``, which ``train-cross-encoder`` sets to
         its training length, so Haystack's ranker (which truncates there) scores the same tokens.
+    :param quantize: ``"int8"``: int8 weights and per-token int8 activations, compiled (CPU only; the
+        first batch waits for the compiler, ~2 min for a BERT-base model on 2 cores). ``None``: fp32.
     """
 
     def __init__(
-        self, model: str, max_length: Optional[int] = None, batch_size: int = 32, device: Optional[str] = None
+        self,
+        model: str,
+        max_length: Optional[int] = None,
+        batch_size: int = 32,
+        device: Optional[str] = None,
+        quantize: Optional[Quantize] = None,
     ):
         path = resolve_model_path(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
@@ -41,7 +50,8 @@ class CrossEncoder:
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
             )
         self.device = pick_device(device)
-        self.model.to(self.device).eval()
+        self.model.eval()
+        self.model = self.model.to(self.device) if quantize is None else quantized(self.model, quantize, self.device)
         positions = self.model.config.max_position_embeddings
         self.max_length = min(max_length or self.tokenizer.model_max_length, positions)
         self.batch_size = batch_size

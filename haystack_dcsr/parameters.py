@@ -6,6 +6,8 @@ misspelt or out-of-range value is reported when the pipeline loads.
 
 from typing import Sequence
 
+from haystack_dcsr.int8 import QUANTIZE_MODES
+
 
 def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (), **values) -> None:
     """Reject values that would only fail at the first query (YAML loading runs __init__); ``owner``
@@ -19,6 +21,7 @@ def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (),
         "batch_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "passage_cache_size": (lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
         "first_stage_weight": (lambda v: isinstance(v, (int, float)) and 0.0 <= v <= 1.0, "within [0, 1]"),
+        "quantize": (lambda v: v in QUANTIZE_MODES, " or ".join(map(repr, QUANTIZE_MODES))),
     }
     for name, value in values.items():
         if name in optional and value is None:

@@ -12,6 +12,7 @@ from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
 from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.parameters import check_parameters
 
 
@@ -23,6 +24,8 @@ class CrossEncoderRanker(BaseRanker):
     :param first_stage_weight: 0 ranks by the cross-encoder alone; w > 0 by ``(1 - w) * CE + w * score``,
         both min-max scaled over the passages given (0.5: the README's blended row).
     :param top_k: passages returned (None: all given).
+    :param quantize: ``"int8"`` scores on the CPU (whatever ``use_gpu`` says) ~2x faster with the same
+        preferences; it needs a C++ compiler, and the first query waits ~2 min for compilation. None: fp32.
     """
 
     def __init__(
@@ -32,11 +35,19 @@ class CrossEncoderRanker(BaseRanker):
         top_k: Optional[int] = 10,
         batch_size: int = 32,
         use_gpu: bool = True,
+        quantize: Optional[Quantize] = None,
     ):
         super().__init__()
-        check_parameters("CrossEncoderRanker", ("top_k",), first_stage_weight=first_stage_weight, top_k=top_k)
+        check_parameters(
+            "CrossEncoderRanker",
+            ("top_k", "quantize"),
+            first_stage_weight=first_stage_weight,
+            top_k=top_k,
+            quantize=quantize,
+        )
         self.first_stage_weight, self.top_k = first_stage_weight, top_k
-        self.scorer = CrossEncoder(model, batch_size=batch_size, device=None if use_gpu else "cpu")
+        device = "cpu" if quantize or not use_gpu else None
+        self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize)
 
     def predict(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> List[Document]:
         if not documents:

@@ -16,6 +16,7 @@ CORE = {
     "hasans",
     "hub",
     "index_presets",
+    "int8",
     "meq",
     "metrics",
     "models",

@@ -14,6 +14,7 @@ import haystack_dcsr  # noqa: F401  (registers the nodes for YAML)
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.cross_encoder import CrossEncoder
 from haystack_dcsr.fusion import fuse
+from haystack_dcsr.int8 import Int8Linear
 from haystack_dcsr.metrics import eval_result_hit_ranks, top_k_accuracy
 
 PIPELINES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
@@ -76,6 +77,10 @@ def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert):
     logits = CrossEncoder(cross_encoder, device="cpu").score_pairs([(query, d.content) for d in retrieved])
     blended = fuse([[(d.id, float(s)) for d, s in zip(retrieved, logits)], [(d.id, d.score) for d in retrieved]])
     assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in reranked] == blended[:4]
+
+    monkeypatch.setenv("RANKER_PARAMS_QUANTIZE", "int8")  # the CPU's int8 scorer, chosen in YAML
+    int8 = Pipeline.load_from_yaml(PIPELINES / "query.haystack-pipeline.yml", pipeline_name="rerank")
+    assert any(isinstance(m, Int8Linear) for m in int8.get_node("Ranker").scorer.model.modules())
 
 
 def test_pipeline_eval_reports_recall_and_feeds_our_metrics(minilm_index):

@@ -33,11 +33,12 @@ def make_tiny_bert(
     return str(directory)
 
 
-def make_tiny_cross_encoder(directory, seed=0, hidden_size=32):
-    """A random one-logit BERT sequence classifier: what ``train-cross-encoder`` writes, untrained."""
+def make_tiny_cross_encoder(directory, seed=0, hidden_size=32, **config):
+    """A random one-logit BERT sequence classifier: what ``train-cross-encoder`` writes, untrained
+    (``config``: more BertConfig fields, e.g. a larger ``initializer_range`` for logits that vary)."""
     from transformers import BertForSequenceClassification
 
     torch.manual_seed(seed)
-    BertForSequenceClassification(tiny_config(hidden_size, num_labels=1)).save_pretrained(directory)
+    BertForSequenceClassification(tiny_config(hidden_size, num_labels=1, **config)).save_pretrained(directory)
     AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
     return str(directory)

@@ -215,3 +215,22 @@ def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store,
         DCSRCrossEncoderRanker(model=model, first_stage_weight=1.5)
     with pytest.raises(ValueError, match="needs every passage.s incoming score"):
         blended.run(query=question, documents=[Document(content="no score")])
+
+
+def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
+    from tiny_models import make_tiny_cross_encoder
+
+    from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
+    from haystack_dcsr.int8 import Int8Linear
+
+    model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
+    ranker = DCSRCrossEncoderRanker(model=model, quantize="int8")
+    again = DCSRCrossEncoderRanker.from_dict(ranker.to_dict())
+    assert again.quantize == "int8" and again.device is None
+    again.warm_up()  # builds the scorer; compilation waits for the first query
+    assert again._scorer.device.type == "cpu"
+    assert any(isinstance(m, Int8Linear) for m in again._scorer.model.modules())
+    with pytest.raises(ValueError, match="quantize must be 'int8', or null, got 'int4'"):
+        DCSRCrossEncoderRanker(model=model, quantize="int4")
+    with pytest.raises(ValueError, match="quantize='int8' runs on the CPU, got device='cuda'"):
+        DCSRCrossEncoderRanker(model=model, quantize="int8", device="cuda")

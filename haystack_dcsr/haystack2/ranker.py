@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.parameters import check_parameters
 
 
@@ -23,6 +24,9 @@ class DCSRCrossEncoderRanker:
         ``(1 - w) * CE + w * incoming score``, both min-max scaled over the passages given (0.5 is the
         README's "blended" row: +2.0 top-1 over the hybrid it reranks, where the cross-encoder alone lost 5.5).
     :param top_k: passages returned (None: all given).
+    :param quantize: ``"int8"`` scores on the CPU ~2x faster with the same preferences (``device`` then
+        defaults to ``"cpu"`` and may not name another); it needs a C++ compiler, and the first query waits
+        ~2 min for compilation. None: fp32.
     """
 
     def __init__(
@@ -32,15 +36,25 @@ class DCSRCrossEncoderRanker:
         top_k: Optional[int] = None,
         batch_size: int = 32,
         device: Optional[str] = None,
+        quantize: Optional[Quantize] = None,
     ):
-        check_parameters("DCSRCrossEncoderRanker", ("top_k",), first_stage_weight=first_stage_weight, top_k=top_k)
+        check_parameters(
+            "DCSRCrossEncoderRanker",
+            ("top_k", "quantize"),
+            first_stage_weight=first_stage_weight,
+            top_k=top_k,
+            quantize=quantize,
+        )
+        if quantize and device and not device.startswith("cpu"):
+            raise ValueError(f"DCSRCrossEncoderRanker: quantize={quantize!r} runs on the CPU, got device={device!r}")
         self.model, self.first_stage_weight, self.top_k = model, first_stage_weight, top_k
-        self.batch_size, self.device = batch_size, device
+        self.batch_size, self.device, self.quantize = batch_size, device, quantize
         self._scorer: Optional[CrossEncoder] = None
 
     def warm_up(self) -> None:
         if self._scorer is None:
-            self._scorer = CrossEncoder(self.model, batch_size=self.batch_size, device=self.device)
+            device = self.device or ("cpu" if self.quantize else None)
+            self._scorer = CrossEncoder(self.model, batch_size=self.batch_size, device=device, quantize=self.quantize)
 
     @component.output_types(documents=List[Document])
     def run(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> Dict[str, List[Document]]:
@@ -60,6 +74,7 @@ class DCSRCrossEncoderRanker:
             top_k=self.top_k,
             batch_size=self.batch_size,
             device=self.device,
+            quantize=self.quantize,
         )
 
     @classmethod

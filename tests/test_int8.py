@@ -1,0 +1,77 @@
+"""quantize="int8": per-token int8 linear layers match fp32 where one token is an outlier, every linear
+layer is converted and the fp32 model kept, the compiled scorer scores as fp32 does, and bad settings
+are refused before anything is scored."""
+
+import numpy as np
+import pytest
+import torch
+from tiny_models import make_tiny_cross_encoder
+
+from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.int8 import Int8Linear, int8_linear_layers, quantized
+
+QUESTION = "what is the capital of france?"
+TEXTS = ["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome.", "Madrid is in Spain."]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """Weights drawn wide (std 0.5): at BERT's 0.02 a random model's logits differ by ~1e-5 across texts,
+    below any int8 rounding, where a trained reranker's differ by whole units."""
+    return make_tiny_cross_encoder(tmp_path_factory.mktemp("cross_encoder"), initializer_range=0.5)
+
+
+def test_a_scale_per_token_keeps_the_other_tokens_exact_beside_an_outlier():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 32)
+    x = torch.randn(2, 5, 64)
+    x[0, 0, 3] = 500.0  # one token with one huge activation, as in mpnet's feed-forward outputs
+    with torch.no_grad():
+        expected, got = linear(x), Int8Linear(linear)(x)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    others = torch.ones(2, 5, dtype=torch.bool)
+    others[0, 0] = False
+    error = (got - expected)[others].abs().max() / expected[others].abs().max()
+    assert error < 0.02  # one batch-wide scale would leave these tokens ~4 levels of 127 (error ~0.3)
+    assert torch.allclose(got[0, 0], expected[0, 0], rtol=0.05, atol=1.0)
+
+
+def test_every_linear_layer_is_converted_and_the_fp32_model_kept(model_dir):
+    fp32 = CrossEncoder(model_dir, device="cpu").model
+    names = {n for n, m in fp32.named_modules() if isinstance(m, torch.nn.Linear)}
+    converted = int8_linear_layers(fp32)
+    assert {n for n, m in converted.named_modules() if isinstance(m, Int8Linear)} == names
+    assert not any(isinstance(m, torch.nn.Linear) for m in converted.modules())
+    assert all(isinstance(fp32.get_submodule(n), torch.nn.Linear) for n in names)
+
+
+def test_the_compiled_int8_scorer_scores_as_fp32_does(model_dir):
+    pairs = [(QUESTION, t) for t in TEXTS] * 3  # 12 pairs: batches of 5, 5 and 2 of different lengths
+    reference = CrossEncoder(model_dir, device="cpu").score_pairs(pairs)
+    int8 = CrossEncoder(model_dir, device="cpu", quantize="int8", batch_size=5)
+    assert sum(isinstance(m, Int8Linear) for m in int8.model.modules()) > 0
+    got = int8.score_pairs(pairs)
+    assert np.abs(got - reference).max() < 0.1 * (reference.max() - reference.min())
+    assert np.argsort(-got[:4]).tolist() == np.argsort(-reference[:4]).tolist()
+
+
+def test_bad_settings_are_refused_before_scoring(model_dir, monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    with pytest.raises(ValueError, match="quantize must be None or one of \\('int8',\\), got 'int4'"):
+        quantized(model, "int4", torch.device("cpu"))
+    with pytest.raises(ValueError, match="quantize='int8' is for CPU inference; on cuda"):
+        CrossEncoder(model_dir, device="cuda", quantize="int8")  # refused before moving to a GPU
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(RuntimeError, match="needs a C.. compiler, none found"):
+        quantized(model, "int8", torch.device("cpu"))
+
+
+def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_dir):
+    from haystack_dcsr import CrossEncoderRanker
+
+    ranker = CrossEncoderRanker(model=model_dir, quantize="int8")  # use_gpu stays True: int8 is the CPU's
+    assert ranker.scorer.device.type == "cpu"
+    assert any(isinstance(m, Int8Linear) for m in ranker.scorer.model.modules())
+    with pytest.raises(ValueError, match="CrossEncoderRanker: quantize must be 'int8', or null, got 'fp8'"):
+        CrossEncoderRanker(model=model_dir, quantize="fp8")
