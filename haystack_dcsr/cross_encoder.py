@@ -6,7 +6,7 @@ The model is a plain Hugging Face sequence-classification directory with one log
 ``dcsr-train train-cross-encoder`` writes), so Haystack's own ``SentenceTransformersRanker`` loads
 it in a pipeline unchanged. This class is the batch scorer the benchmarks use: pairs are sorted by
 length before batching, which on a CPU spends about half the padded tokens of arrival order, and
-``quantize="int8"`` scores ~2x faster on a CPU with the same preferences (``haystack_dcsr/int8.py``).
+``quantize="int8"`` scores 1.5-2.4x faster on a CPU with the same preferences (``haystack_dcsr/int8.py``).
 """
 
 from typing import List, Optional, Sequence, Tuple
@@ -31,7 +31,7 @@ class CrossEncoder:
         question. Default: the tokenizer's ``model_max_length``, which ``train-cross-encoder`` sets to
         its training length, so Haystack's ranker (which truncates there) scores the same tokens.
     :param quantize: ``"int8"``: int8 weights and per-token int8 activations, compiled (CPU only; the
-        first batch waits for the compiler, ~2 min for a BERT-base model on 2 cores). ``None``: fp32.
+        first batch waits for the compiler, ~1-2 min on 2 cores). ``None``: fp32.
     """
 
     def __init__(
