@@ -30,8 +30,8 @@ class CrossEncoder:
     :param max_length: question and passage tokens together; the passage is truncated, never the
         question. Default: the tokenizer's ``model_max_length``, which ``train-cross-encoder`` sets to
         its training length, so Haystack's ranker (which truncates there) scores the same tokens.
-    :param quantize: ``"int8"``: int8 weights and per-token int8 activations, compiled (CPU only; the
-        first batch waits for the compiler, ~1-2 min on 2 cores). ``None``: fp32.
+    :param quantize: ``"int8"``: int8 weights and per-token int8 activations, compiled (CPU only: the
+        device defaults to it; the first batch waits for the compiler, ~1-2 min on 2 cores). ``None``: fp32.
     """
 
     def __init__(
@@ -49,7 +49,7 @@ class CrossEncoder:
             raise ValueError(
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
             )
-        self.device = pick_device(device)
+        self.device = pick_device(device or ("cpu" if quantize is not None else None))
         self.model.eval()
         self.model = self.model.to(self.device) if quantize is None else quantized(self.model, quantize, self.device)
         positions = self.model.config.max_position_embeddings

@@ -47,7 +47,7 @@ class CrossEncoderRanker(BaseRanker):
             quantize=quantize,
         )
         self.first_stage_weight, self.top_k = first_stage_weight, top_k
-        device = "cpu" if quantize or not use_gpu else None
+        device = None if use_gpu else "cpu"  # with quantize, None is the CPU too
         self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize)
 
     def predict(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> List[Document]:

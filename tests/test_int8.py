@@ -52,7 +52,8 @@ def test_every_linear_layer_is_converted_and_the_fp32_model_kept(model_dir):
 def test_the_compiled_int8_scorer_scores_as_fp32_does_from_concurrent_first_calls(model_dir):
     pairs = [(QUESTION, t) for t in TEXTS] * 3  # 12 pairs: batches of 5, 5 and 2 of different lengths
     reference = CrossEncoder(model_dir, device="cpu").score_pairs(pairs)
-    int8 = CrossEncoder(model_dir, device="cpu", quantize="int8", batch_size=5)
+    int8 = CrossEncoder(model_dir, quantize="int8", batch_size=5)  # no device: int8's is the CPU
+    assert int8.device.type == "cpu"
     assert sum(isinstance(m, Int8Linear) for m in int8.model.modules()) > 0
     with ThreadPoolExecutor(2) as pool:  # a served pipeline's first two queries arrive during compilation
         results = list(pool.map(int8.score_pairs, [pairs, pairs[::-1]]))

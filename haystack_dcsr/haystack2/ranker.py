@@ -53,8 +53,9 @@ class DCSRCrossEncoderRanker:
 
     def warm_up(self) -> None:
         if self._scorer is None:
-            device = self.device or ("cpu" if self.quantize else None)
-            self._scorer = CrossEncoder(self.model, batch_size=self.batch_size, device=device, quantize=self.quantize)
+            self._scorer = CrossEncoder(
+                self.model, batch_size=self.batch_size, device=self.device, quantize=self.quantize
+            )
 
     @component.output_types(documents=List[Document])
     def run(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> Dict[str, List[Document]]:
