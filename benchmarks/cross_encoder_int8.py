@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from contrast_pairwise import dev_pairs, train_pairs  # noqa: E402
 
 from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
-from haystack_dcsr.int8 import int8_linear_layers, quantized  # noqa: E402
+from haystack_dcsr.int8 import int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
 from haystack_dcsr.metrics import mcnemar_exact  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 
@@ -108,16 +108,17 @@ def stock_dynamic_int8(
     first smoothed with ``alpha`` where ``maxima`` (each layer's input maxima) are given."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    model = copy.deepcopy(model)
     names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and keep(n)]
-    if maxima is not None:
-        for name in names:
-            parent, _, child = name.rpartition(".")
-            holder = model.get_submodule(parent)
-            linear = getattr(holder, child)
+    if maxima is None:
+        model = copy.deepcopy(model)
+    else:
+
+        def smoothed(name: str, linear: torch.nn.Linear) -> SmoothedLinear:
             weight_max = linear.weight.detach().abs().amax(0).clamp(min=1e-5)
             scale = (maxima[name].clamp(min=1e-5) ** alpha / weight_max ** (1 - alpha)).clamp(min=1e-5)
-            setattr(holder, child, SmoothedLinear(linear, scale))
+            return SmoothedLinear(linear, scale)
+
+        model = replace_linear_layers(model, smoothed, keep)
         names = [f"{name}.linear" for name in names]
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice, once per layer
         warnings.simplefilter("ignore")
@@ -148,7 +149,6 @@ def main() -> None:
     args = parser.parse_args()
     texts = {p.key: p.text for p in read_corpus(str(args.corpus))}
     pairs = dev_pairs(args.contrast_set, texts)
-    # per contrast pair: q' with its own gold, q' with q's gold, q with its own, q with q''s
     rows = [row for pair in pairs for row in scored_rows(pair)]
     calibration = [row for pair in train_pairs(args.train_file, args.calibration_pairs, 1) for row in scored_rows(pair)]
     scorer = CrossEncoder(args.model, device="cpu")

@@ -13,7 +13,7 @@ extra passes (absolute maximum, round, cast, rescale) cost what the int8 matmul 
 import copy
 import os
 import shutil
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 import torch
 
@@ -44,14 +44,24 @@ class Int8Linear(torch.nn.Module):
         return out.reshape(*x.shape[:-1], self.out_features).to(x.dtype)
 
 
-def int8_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` with every ``nn.Linear`` an ``Int8Linear``; ``model`` is left as it was."""
+def replace_linear_layers(
+    model: torch.nn.Module,
+    replace: Callable[[str, torch.nn.Linear], torch.nn.Module],
+    keep: Callable[[str], bool] = lambda name: True,
+) -> torch.nn.Module:
+    """A copy of ``model`` whose ``nn.Linear`` layers named by ``keep`` are ``replace(name, layer)``;
+    ``model`` is left as it was (the benchmark compares several replacements against it)."""
     model = copy.deepcopy(model)
     for name, module in list(model.named_modules()):
-        if isinstance(module, torch.nn.Linear):
+        if isinstance(module, torch.nn.Linear) and keep(name):
             parent, _, child = name.rpartition(".")
-            setattr(model.get_submodule(parent), child, Int8Linear(module))
+            setattr(model.get_submodule(parent), child, replace(name, module))
     return model
+
+
+def int8_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` with every ``nn.Linear`` an ``Int8Linear``."""
+    return replace_linear_layers(model, lambda name, linear: Int8Linear(linear))
 
 
 def quantized(model: torch.nn.Module, mode: Quantize, device: torch.device) -> torch.nn.Module:
