@@ -14,11 +14,12 @@ import hashlib
 import json
 import lzma
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages, rerank
+from haystack_dcsr.int8 import Quantize
 
 
 def directory_fingerprint(root: Path) -> str:
@@ -34,13 +35,22 @@ def directory_fingerprint(root: Path) -> str:
 
 class PairScores:
     """A cross-encoder's logits of (question, passage id) pairs, appended to a JSONL file as computed
-    (an interrupted run keeps what it scored)."""
+    (an interrupted run keeps what it scored). ``quantize`` scores as ``CrossEncoder(quantize=...)`` does;
+    its logits differ from fp32's in the last digits, so they are kept in a file of their own."""
 
-    def __init__(self, model_dir: Path, texts: Dict[str, str], workdir: Path, chunk: int = 2048):
+    def __init__(
+        self,
+        model_dir: Path,
+        texts: Dict[str, str],
+        workdir: Path,
+        chunk: int = 2048,
+        quantize: Optional[Quantize] = None,
+    ):
         if not Path(model_dir).is_dir():
             raise SystemExit(f"rerank: no cross-encoder directory {model_dir}")
-        self.model_dir, self.texts, self.chunk = Path(model_dir), texts, chunk
-        self.path = workdir / f"cross-encoder-{directory_fingerprint(self.model_dir)}.jsonl"
+        self.model_dir, self.texts, self.chunk, self.quantize = Path(model_dir), texts, chunk, quantize
+        suffix = f"-{quantize}" if quantize else ""
+        self.path = workdir / f"cross-encoder-{directory_fingerprint(self.model_dir)}{suffix}.jsonl"
         self.scores: Dict[Tuple[str, str], float] = {}
         if self.path.is_file():
             for line in self.path.read_text().splitlines():
@@ -53,7 +63,7 @@ class PairScores:
         missing = list(dict.fromkeys(pair for pair in wanted if pair not in self.scores))
         if not missing:
             return 0
-        self._model = self._model or CrossEncoder(str(self.model_dir), device="cpu")
+        self._model = self._model or CrossEncoder(str(self.model_dir), device="cpu", quantize=self.quantize)
         with self.path.open("a") as handle:
             for start in range(0, len(missing), self.chunk):
                 part = missing[start : start + self.chunk]

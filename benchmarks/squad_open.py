@@ -6,6 +6,7 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   dcsr-zero    DCSRRetriever, all-MiniLM-L6-v2 zero-shot, mean pooling, HasAns
   dcsr:DIR     DCSRRetriever with a trainer output (a DCSRModel directory, or query_encoder/ + passage_encoder/)
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
+  dcsr-zero-int8, dcsr-int8:DIR, dpr-int8:DIR   the same towers encoding with quantize="int8" (index and queries)
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
   hybrid-rrf:A+B      reciprocal rank fusion of the two, as Haystack's JoinDocuments(join_mode="reciprocal_rank_fusion")
@@ -70,9 +71,11 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     retrieval_report,
 )
 from haystack_dcsr.hasans import hasans_of_key, score_passages  # noqa: E402
+from haystack_dcsr.int8 import QUANTIZE_MODES  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402
 
 FUSION_OF_KIND = {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}  # evaluation.FusionMode
+INT8 = "-int8"  # a DCSR kind's suffix: its towers encode with quantize="int8"
 DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-shot=dcsr-zero"]
 
 
@@ -84,7 +87,10 @@ class System:
     """One indexed system: answers questions (top-100) and scores fixed candidate sets."""
 
     def __init__(self, kind: str, target: str, passages: List[Document], workdir: Path):
-        self.kind = kind
+        quantize = "int8" if kind.endswith(INT8) else None
+        kind = self.kind = kind.removesuffix(INT8)
+        if quantize and kind not in ("dcsr-zero", "dcsr", "dpr"):
+            raise ValueError(f"{kind}{INT8}: only the DCSR kinds have towers to quantise")
         self.store, self.retriever = None, None
         if kind == "bm25":
             self.store = SparseBM25DocumentStore(progress_bar=False)
@@ -105,11 +111,11 @@ class System:
             self.store = faiss_store(workdir / f"{kind}.db")
             if kind == "dcsr-zero":
                 self.retriever = DCSRRetriever(
-                    document_store=self.store, pooling="mean", use_gpu=False, progress_bar=False
+                    document_store=self.store, pooling="mean", use_gpu=False, progress_bar=False, quantize=quantize
                 )
             else:  # a trainer output is a DCSRModel directory: towers, level and splitter settings in one
                 self.retriever = DCSRRetriever(
-                    document_store=self.store, model=target, use_gpu=False, progress_bar=False
+                    document_store=self.store, model=target, use_gpu=False, progress_bar=False, quantize=quantize
                 )
             model = target if kind in ("dcsr", "dpr") else None
             units = SentencePreprocessor(model=model, progress_bar=False).process(passages)
@@ -222,7 +228,7 @@ def model_fingerprint(spec: str) -> str:
     """A hash of every file under the model directory of a ``NAME=dcsr:DIR`` / ``dpr:DIR`` spec ("" for
     the kinds without one: after changing their code, delete their cache file)."""
     _, kind, target = parse_system(spec)
-    if kind not in ("dcsr", "dpr") or not target:
+    if kind.removesuffix(INT8) not in ("dcsr", "dpr") or not target:
         return ""
     root = Path(target)
     if not root.is_dir():
@@ -316,6 +322,12 @@ def main() -> None:
         help="write the (question, passage) pairs the rerank rows need to this .jsonl.xz instead of scoring them "
         "and reporting those rows: for a cross-encoder trained and run elsewhere (benchmarks/gpu_cross_encoder.py)",
     )
+    parser.add_argument(
+        "--rerank-quantize",
+        choices=QUANTIZE_MODES,
+        help="score every rerank row's pairs as CrossEncoder(quantize=...) does (int8: ~2x faster on a CPU; "
+        "kept apart from the fp32 scores of the same model)",
+    )
     args = parser.parse_args()
     collector = PairsToScore() if args.pairs_to_score else None
 
@@ -365,7 +377,7 @@ def main() -> None:
             base, model_dir, top_n = parse_rerank(target)
             if base not in rankings:
                 raise SystemExit(f"{spec!r}: list the base system {base!r} before it")
-            scorer = collector or PairScores(model_dir, texts, args.workdir)
+            scorer = collector or PairScores(model_dir, texts, args.workdir, quantize=args.rerank_quantize)
             cached = len(scorer.scores)
             start = time.perf_counter()  # the contrast set first: its few thousand pairs report early
             blend = kind == "rerank-blend"

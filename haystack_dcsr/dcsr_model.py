@@ -25,6 +25,7 @@ from typing import Any, Dict, Literal, Optional, Sequence, Union
 import numpy as np
 
 from haystack_dcsr.encoder import PassageTower, QueryTower
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
     EncoderConfig,
@@ -150,15 +151,20 @@ class DCSRModel:
         vectors = model.encode_passages([sentences])            # one row per sentence
         queries = model.encode_queries(["who wrote it?"])
 
-    :param device / use_gpu / precision: as for the towers (``Tower``).
+    :param device / use_gpu / precision / quantize: as for the towers (``Tower``).
     """
 
     def __init__(
-        self, files: ModelFiles, device: Optional[str] = None, use_gpu: bool = True, precision: Precision = "auto"
+        self,
+        files: ModelFiles,
+        device: Optional[str] = None,
+        use_gpu: bool = True,
+        precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
     ):
         self.files = files
         self.settings = files.settings
-        self._tower_options = dict(device=device, use_gpu=use_gpu, precision=precision)
+        self._tower_options = dict(device=device, use_gpu=use_gpu, precision=precision, quantize=quantize)
         self._query_tower: Optional[QueryTower] = None
         self._passage_tower: Optional[PassageTower] = None
 
@@ -169,10 +175,12 @@ class DCSRModel:
         device: Optional[str] = None,
         use_gpu: bool = True,
         precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
     ) -> "DCSRModel":
         """Finds the parts now (a missing directory fails here); each tower loads on first use, so an
         indexing service never loads the query tower and a query service never the passage tower."""
-        return cls(ModelFiles.locate(name_or_path), device=device, use_gpu=use_gpu, precision=precision)
+        files = ModelFiles.locate(name_or_path)
+        return cls(files, device=device, use_gpu=use_gpu, precision=precision, quantize=quantize)
 
     @property
     def query_tower(self) -> QueryTower:

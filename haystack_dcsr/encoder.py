@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from haystack_dcsr.int8 import Quantize, quantized
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
     Level,
@@ -43,6 +44,9 @@ class Tower:
         ``dcsr_encoder.json`` (see ``EncoderConfig``); None keeps it.
     :param device: torch device; None picks CUDA when available and ``use_gpu``.
     :param precision: ``auto`` (fp32 on CPU, bf16/fp16 on GPU), ``fp32``, ``fp16`` or ``bf16``.
+    :param quantize: ``"int8"``: inference (``encode_*``) runs an int8 copy of the model, compiled at the
+        first batch (CPU only: the device defaults to it; ``haystack_dcsr/int8.py``). The fp32 model stays
+        what ``forward``, the trainer and ``save`` use, so a quantised tower saves the weights it loaded.
     """
 
     def __init__(
@@ -56,16 +60,21 @@ class Tower:
         device: Optional[str] = None,
         use_gpu: bool = True,
         precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
     ):
+        if quantize is not None and precision not in ("auto", "fp32"):
+            raise ValueError(f"quantize={quantize!r} replaces precision={precision!r}: give one of them")
         overrides = dict(
             pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level
         )
         self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides)
         self.model_name_or_path = model_name_or_path
-        self.device = pick_device(device, use_gpu)
+        self.device = pick_device(device or ("cpu" if quantize is not None else None), use_gpu)
         self.dtype = pick_dtype(self.device, precision)
+        self.model.eval()  # before copying: the int8 copy must not carry dropout
+        # quantized() refuses a GPU before the model is moved there
+        self._quantized = None if quantize is None else quantized(self.model, quantize, self.device)
         self.model.to(self.device)
-        self.model.eval()
         cls_id = self.tokenizer.cls_token_id if self.tokenizer.cls_token_id is not None else self.tokenizer.bos_token_id
         sep_id = self.tokenizer.sep_token_id if self.tokenizer.sep_token_id is not None else self.tokenizer.eos_token_id
         self.open_ids = [cls_id] if cls_id is not None else []
@@ -84,6 +93,12 @@ class Tower:
         return self.model.config.hidden_size
 
     @property
+    def inference_model(self) -> torch.nn.Module:
+        """What ``encode_*`` runs: the int8 copy when quantised, else the model itself (which the
+        trainer may have changed since loading)."""
+        return self._quantized if self._quantized is not None else self.model
+
+    @property
     def budget(self) -> int:
         """Tokens available for text in one window, after the opening and closing special tokens."""
         return self.config.max_length - len(self.open_ids) - len(self.close_ids)
@@ -96,10 +111,13 @@ class Tower:
             return [encoding.ids for encoding in encodings]
         return [self.tokenizer.encode(text, add_special_tokens=False) for text in texts]
 
-    def forward(self, windows: Sequence[Window], n_rows: Optional[int] = None) -> torch.Tensor:
+    def forward(
+        self, windows: Sequence[Window], n_rows: Optional[int] = None, model: Optional[torch.nn.Module] = None
+    ) -> torch.Tensor:
         """Pooled vectors, one per output row, differentiable (the trainer calls this directly).
 
-        Rows are numbered by the windows' segments; ``n_rows`` defaults to the largest row + 1.
+        Rows are numbered by the windows' segments; ``n_rows`` defaults to the largest row + 1;
+        ``model`` runs the windows (default: the trainable ``self.model``; inference passes its own).
         Windows run in length-sorted chunks of at most ``max_batch_tokens`` padded tokens: less
         padding, and on CPU activations that stay in cache (training included: 1.6x per step).
         """
@@ -111,13 +129,13 @@ class Tower:
         order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids), reverse=True)
         lengths = [len(windows[i].input_ids) for i in order]
         for chunk in _token_batches(order, lengths, len(order), self.max_batch_tokens):
-            rows, tokens = self._segment_tokens([windows[i] for i in chunk])
+            rows, tokens = self._segment_tokens([windows[i] for i in chunk], self.model if model is None else model)
             sums = sums.index_add(0, rows, tokens)
             counts = counts.index_add(0, rows, torch.ones_like(rows, dtype=torch.float))
         vectors = sums / counts.clamp(min=1).unsqueeze(1)
         return F.normalize(vectors, dim=-1) if self.config.normalize else vectors
 
-    def _segment_tokens(self, windows: Sequence[Window]) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _segment_tokens(self, windows: Sequence[Window], model: torch.nn.Module) -> Tuple[torch.Tensor, torch.Tensor]:
         """One forward pass: the output row of every pooled token and its hidden state (fp32)."""
         length = max(len(w.input_ids) for w in windows)
         input_ids = torch.full((len(windows), length), self.pad_id, dtype=torch.long)
@@ -128,9 +146,7 @@ class Tower:
             attention[b, : len(window.input_ids)] = 1
             for row, start, end in window.segments:
                 segment[b, start:end] = row
-        hidden = self.model(
-            input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device)
-        ).last_hidden_state
+        hidden = model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device)).last_hidden_state
         flat_segment = segment.view(-1).to(self.device)
         keep = flat_segment >= 0
         return flat_segment[keep], hidden.reshape(-1, hidden.shape[-1])[keep].float()
@@ -155,7 +171,7 @@ class Tower:
                 leave=False,
             ):
                 local, rows = renumber([windows[i] for i in batch])
-                vectors = self.forward(local, n_rows=len(rows))
+                vectors = self.forward(local, n_rows=len(rows), model=self.inference_model)
                 output[rows] = vectors.float().cpu().numpy()
         return output
 

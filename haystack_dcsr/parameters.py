@@ -4,7 +4,7 @@ Both fail at construction, not at the first query: YAML loading constructs compo
 misspelt or out-of-range value is reported when the pipeline loads.
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from haystack_dcsr.int8 import QUANTIZE_MODES
 
@@ -30,3 +30,10 @@ def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (),
         if isinstance(value, bool) or not valid(value):
             expected += ", or null" if name in optional else ""
             raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}")
+
+
+def check_quantize_device(owner: str, quantize: Optional[str], device: Optional[str]) -> None:
+    """int8 inference runs on the CPU: asking for it on a GPU fails when the pipeline loads, although the
+    2.x components build their models lazily (at ``warm_up`` or the first run)."""
+    if quantize is not None and device is not None and not str(device).startswith("cpu"):
+        raise ValueError(f"{owner}: quantize={quantize!r} runs on the CPU, got device={device!r}")

@@ -13,6 +13,7 @@ from haystack.nodes.base import BaseComponent
 
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import QueryTower
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 
 
@@ -46,13 +47,16 @@ class QueryEncoder(BaseComponent):
         device: Optional[str] = None,
         precision: Precision = "auto",
         progress_bar: bool = True,
+        quantize: Optional[Quantize] = None,
     ):
         super().__init__()
         files = ModelFiles.locate(model_name_or_path)
         settings = files.settings.tower_overrides("query")
         given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
         settings.update({key: value for key, value in given.items() if value is not None})
-        self.tower = QueryTower(files.query_dir, **settings, device=device, use_gpu=use_gpu, precision=precision)
+        self.tower = QueryTower(
+            files.query_dir, **settings, device=device, use_gpu=use_gpu, precision=precision, quantize=quantize
+        )
         self.batch_size = batch_size
         self.progress_bar = progress_bar
 

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
 from haystack_dcsr.hasans import PassageScores, hasans_scores
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.passage_deletion import delete_passages
@@ -73,6 +74,9 @@ class DCSRRetriever(DenseRetriever):
     :param search_params: FAISS search settings applied per query: ``nprobe`` (IVF), ``efSearch``
         (HNSW; at least ``top_n_sentences`` is used), ``k_factor`` (a ``Refine`` stage). See the
         README's scale guide for measured settings.
+    :param quantize: ``"int8"``: both towers encode with int8 weights and per-token int8 activations,
+        compiled at the first batch (CPU only; the device defaults to it). Index and query with the same
+        setting: vectors move slightly (README, "The towers on a CPU").
     """
 
     def __init__(
@@ -96,9 +100,12 @@ class DCSRRetriever(DenseRetriever):
         progress_bar: bool = True,
         passage_cache_size: int = 100_000,
         search_params: Optional[Dict[str, float]] = None,
+        quantize: Optional[Quantize] = None,
     ):
         super().__init__()
         check_parameters(
+            optional=("quantize",),
+            quantize=quantize,
             top_k=top_k,
             top_n_sentences=top_n_sentences,
             temperature=temperature,
@@ -121,6 +128,7 @@ class DCSRRetriever(DenseRetriever):
             device=device,
             precision=precision,
             progress_bar=progress_bar,
+            quantize=quantize,
         )
         if passage_model:
             files = ModelFiles.locate(passage_model)
@@ -130,6 +138,7 @@ class DCSRRetriever(DenseRetriever):
             "device": device,
             "use_gpu": use_gpu,
             "precision": precision,
+            "quantize": quantize,
         }
         self._passage_options.update(
             (key, value)

@@ -91,6 +91,28 @@ def test_benchmark_rerank_rows_reuse_scored_pairs_and_rerank_the_fifty_candidate
     assert order == [pid for pid, _ in reranked[0]]
 
 
+def test_benchmark_int8_scores_are_kept_apart_from_fp32_and_scored_quantised(model_dir, tmp_path, monkeypatch):
+    rerank_module = load_benchmark("cross_encoder_rerank")
+    built = []
+
+    class Recorder:  # stands in for CrossEncoder: the compiled int8 path has its own tests (test_int8.py)
+        def __init__(self, path, device=None, quantize=None):
+            built.append((device, quantize))
+
+        def score_pairs(self, pairs):
+            return [float(len(passage)) for _, passage in pairs]
+
+    monkeypatch.setattr(rerank_module, "CrossEncoder", Recorder)
+    texts = {"0": "short", "1": "a longer passage"}
+    fp32 = rerank_module.PairScores(model_dir, texts, tmp_path)
+    int8 = rerank_module.PairScores(model_dir, texts, tmp_path, quantize="int8")
+    assert int8.path != fp32.path and int8.path.name == fp32.path.name.replace(".jsonl", "-int8.jsonl")
+    assert int8.fill([(QUESTION, "0"), (QUESTION, "1")]) == 2 and built == [("cpu", "int8")]
+    assert int8(QUESTION, ["0", "1"]) == [5.0, 16.0] and not fp32.path.exists()
+    assert rerank_module.PairScores(model_dir, texts, tmp_path).fill([(QUESTION, "0")]) == 1  # fp32 scores anew
+    assert built[-1] == ("cpu", None)
+
+
 def test_the_1x_node_blends_leaves_its_input_alone_and_ranks_a_batch(model_dir):
     from haystack_dcsr import CrossEncoderRanker
 

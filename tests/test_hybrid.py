@@ -117,6 +117,28 @@ def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert,
     assert isinstance(pipeline.get_node("Hybrid"), HybridJoin)
 
 
+def test_the_yaml_bm25_rerank_pipeline_blends_the_cross_encoder_with_bm25(tmp_path, corpus, monkeypatch):
+    from tiny_models import make_tiny_cross_encoder
+
+    from haystack_dcsr.cross_encoder import CrossEncoder
+    from haystack_dcsr.int8 import Int8Linear
+
+    model = make_tiny_cross_encoder(tmp_path / "ce", initializer_range=0.5)  # logits that vary between passages
+    monkeypatch.setenv("RANKER_PARAMS_MODEL", model)
+    shipped = load_pipeline(YAML, pipeline_name="bm25_rerank")  # no dense store is built for it
+    assert any(isinstance(m, Int8Linear) for m in shipped.get_node("Ranker").scorer.model.modules())
+    (tmp_path / "fp32.yml").write_text(YAML.read_text().replace("quantize: int8", "# quantize: int8"))
+    pipeline = load_pipeline(tmp_path / "fp32.yml", pipeline_name="bm25_rerank")  # the int8 path: test_int8.py
+    pipeline.get_node("BM25").document_store.write_documents(corpus)
+    query = "Who discovered penicillin?"
+    retrieved = pipeline.get_node("BM25").retrieve(query, top_k=5)
+    got = pipeline.run(query=query, params={"BM25": {"top_k": 5}, "Ranker": {"top_k": 3}})["documents"]
+    logits = CrossEncoder(model, device="cpu").score_pairs([(query, d.content) for d in retrieved])
+    blended = fuse([[(d.id, float(x)) for d, x in zip(retrieved, logits)], [(d.id, d.score) for d in retrieved]])
+    assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in got] == blended[:3]
+    assert [d.id for d in got] != [d.id for d in retrieved[:3]]  # the cross-encoder moved something
+
+
 def test_hybrid_join_scales_hasans_unless_told_to_keep_the_probability():
     support = {"dcsr_sentences": [{"text": "x"}]}
     dcsr = [Document("a", id="a", score=0.3, meta=dict(support)), Document("b", id="b", score=0.1, meta=dict(support))]

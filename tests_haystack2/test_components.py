@@ -17,10 +17,10 @@ from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRHybridJoiner, DCSR
 MODEL = "all-MiniLM-L6-v2"
 
 
-def indexing(store, model=MODEL, policy=DuplicatePolicy.OVERWRITE):
+def indexing(store, model=MODEL, policy=DuplicatePolicy.OVERWRITE, quantize=None):
     pipeline = Pipeline()
     pipeline.add_component("split", DCSRSentenceSplitter(model=model))
-    pipeline.add_component("embed", DCSRDocumentEmbedder(model=model))
+    pipeline.add_component("embed", DCSRDocumentEmbedder(model=model, quantize=quantize))
     pipeline.add_component("write", DocumentWriter(document_store=store, policy=policy))
     pipeline.connect("split.documents", "embed.documents")
     pipeline.connect("embed.documents", "write.documents")
@@ -234,3 +234,25 @@ def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
         DCSRCrossEncoderRanker(model=model, quantize="int4")
     with pytest.raises(ValueError, match="quantize='int8' runs on the CPU, got device='cuda'"):
         DCSRCrossEncoderRanker(model=model, quantize="int8", device="cuda")
+
+
+def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, passages):
+    from haystack_dcsr.int8 import Int8Linear
+
+    pipeline = Pipeline.loads(indexing(InMemoryDocumentStore(), quantize="int8").dumps())  # serialised and back
+    assert pipeline.get_component("embed").quantize == "int8"
+    pipeline.run({"split": {"documents": passages}})
+    int8_store = pipeline.get_component("write").document_store
+    vectors = {d.id: np.array(d.embedding) for d in int8_store.filter_documents()}
+    fp32 = {d.id: np.array(d.embedding) for d in store.filter_documents()}
+    cosines = [v @ fp32[k] / np.linalg.norm(v) / np.linalg.norm(fp32[k]) for k, v in vectors.items()]
+    assert vectors.keys() == fp32.keys() and min(cosines) > 0.98 and max(cosines) < 1 - 1e-7
+    retriever = DCSRRetriever(document_store=int8_store, model=MODEL, quantize="int8")
+    assert DCSRRetriever.from_dict(retriever.to_dict()).quantize == "int8"
+    for question, title in QUESTIONS:
+        assert retriever.run(query=question)["documents"][0].id == title
+    assert any(isinstance(m, Int8Linear) for m in retriever._model.query_tower.inference_model.modules())
+    with pytest.raises(ValueError, match="DCSRRetriever: quantize='int8' runs on the CPU, got device='cuda'"):
+        DCSRRetriever(document_store=int8_store, model=MODEL, quantize="int8", device="cuda")
+    with pytest.raises(ValueError, match="DCSRDocumentEmbedder: quantize must be 'int8', or null, got 'int4'"):
+        DCSRDocumentEmbedder(model=MODEL, quantize="int4")

@@ -6,7 +6,9 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_dcsr.dcsr_model import DCSRModel
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.sentence_units import assemble_passage, group_by_passage, position
 
 
@@ -22,6 +24,8 @@ class DCSRDocumentEmbedder:
     :param batch_size: passage windows per forward pass.
     :param device: torch device; None picks CUDA when available.
     :param precision: ``auto``, ``fp32``, ``fp16`` or ``bf16``.
+    :param quantize: ``"int8"``: encode with int8 weights and per-token int8 activations, compiled at the
+        first batch (CPU only). Query with the retriever set the same way.
     """
 
     def __init__(
@@ -31,13 +35,17 @@ class DCSRDocumentEmbedder:
         device: Optional[str] = None,
         precision: Precision = "auto",
         progress_bar: bool = False,
+        quantize: Optional[Quantize] = None,
     ):
+        check_parameters("DCSRDocumentEmbedder", ("quantize",), quantize=quantize)
+        check_quantize_device("DCSRDocumentEmbedder", quantize, device)
         self.model = model
         self.batch_size = batch_size
         self.device = device
         self.precision = precision
         self.progress_bar = progress_bar
-        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision)
+        self.quantize = quantize
+        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision, quantize=quantize)
 
     def warm_up(self) -> None:
         """Load the passage tower now rather than on the first run."""
@@ -72,6 +80,7 @@ class DCSRDocumentEmbedder:
             device=self.device,
             precision=self.precision,
             progress_bar=self.progress_bar,
+            quantize=self.quantize,
         )
 
     @classmethod

@@ -11,7 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
 from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.parameters import check_parameters
+from haystack_dcsr.parameters import check_parameters, check_quantize_device
 
 
 @component
@@ -45,8 +45,7 @@ class DCSRCrossEncoderRanker:
             top_k=top_k,
             quantize=quantize,
         )
-        if quantize and device and not device.startswith("cpu"):
-            raise ValueError(f"DCSRCrossEncoderRanker: quantize={quantize!r} runs on the CPU, got device={device!r}")
+        check_quantize_device("DCSRCrossEncoderRanker", quantize, device)
         self.model, self.first_stage_weight, self.top_k = model, first_stage_weight, top_k
         self.batch_size, self.device, self.quantize = batch_size, device, quantize
         self._scorer: Optional[CrossEncoder] = None

@@ -10,8 +10,9 @@ from haystack.utils.deserialization import deserialize_component_inplace
 from haystack_dcsr.dcsr_model import DCSRModel
 from haystack_dcsr.hasans import hasans_scores
 from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
+from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Precision
-from haystack_dcsr.parameters import check_parameters
+from haystack_dcsr.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.sentence_units import (
     SUPPORT,
     PassageRef,
@@ -41,6 +42,8 @@ class DCSRRetriever:
     :param top_k: passages returned.
     :param top_n_sentences: sentences read per query (paper: 3,000); engines that cap k need less.
     :param temperature: HasAns softmax temperature; None uses the model's.
+    :param quantize: ``"int8"``: the query tower runs int8, compiled at the first query (CPU only); the
+        embedder that wrote the sentences should be set the same way.
     """
 
     def __init__(
@@ -53,8 +56,16 @@ class DCSRRetriever:
         temperature: Optional[float] = None,
         device: Optional[str] = None,
         precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
     ):
-        check_parameters(top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature)
+        check_parameters(
+            optional=("quantize",),
+            top_k=top_k,
+            top_n_sentences=top_n_sentences,
+            temperature=temperature,
+            quantize=quantize,
+        )
+        check_quantize_device("DCSRRetriever", quantize, device)
         self.document_store = document_store
         self.model = model
         self.filters = filters
@@ -63,8 +74,9 @@ class DCSRRetriever:
         self.temperature = temperature
         self.device = device
         self.precision = precision
+        self.quantize = quantize
         self._sentences = sentence_store_for(document_store)
-        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision)
+        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision, quantize=quantize)
         if similarity_of(document_store) == "cosine" and not self._model.settings.normalize:
             raise ValueError(
                 "This model's vectors are not normalised, so they must be compared by dot product, but the store uses "
@@ -151,6 +163,7 @@ class DCSRRetriever:
             temperature=self.temperature,
             device=self.device,
             precision=self.precision,
+            quantize=self.quantize,
         )
 
     @classmethod
