@@ -1,5 +1,5 @@
-"""Int8 inference for a reranker on the CPU: int8 weights per output channel, int8 activations per token,
-compiled so that quantising costs less than the int8 matmul saves.
+"""Int8 inference on the CPU, for the reranker and for DCSR's towers: int8 weights per output channel,
+int8 activations per token, compiled so that quantising costs less than the int8 matmul saves.
 
 Why this scheme and not PyTorch's ``quantize_dynamic``: that one quantises a whole batch's activations
 with one scale, and the reranker's feed-forward layers carry outliers (an input channel up to 56x its
