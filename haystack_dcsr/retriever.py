@@ -76,7 +76,7 @@ class DCSRRetriever(DenseRetriever):
         README's scale guide for measured settings.
     :param quantize: ``"int8"``: both towers encode with int8 weights and per-token int8 activations,
         compiled at the first batch (CPU only; the device defaults to it). Index and query with the same
-        setting: vectors move slightly (README, "The towers on a CPU").
+        setting: vectors move slightly (README, "The towers on a CPU"). A given ``query_encoder`` keeps its own.
     """
 
     def __init__(
