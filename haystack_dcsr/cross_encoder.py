@@ -16,7 +16,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from haystack_dcsr.fusion import fuse
-from haystack_dcsr.int8 import Quantize, quantized
+from haystack_dcsr.int8 import Quantize, default_device, quantized
 from haystack_dcsr.models import pick_device, resolve_model_path
 
 Passages = List[Tuple[str, float]]  # one question's (passage id, score), best first
@@ -49,7 +49,7 @@ class CrossEncoder:
             raise ValueError(
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
             )
-        self.device = pick_device(device or ("cpu" if quantize is not None else None))
+        self.device = pick_device(default_device(device, quantize))
         self.model.eval()
         self.model = self.model.to(self.device) if quantize is None else quantized(self.model, quantize, self.device)
         positions = self.model.config.max_position_embeddings

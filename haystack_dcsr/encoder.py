@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from haystack_dcsr.int8 import Quantize, quantized
+from haystack_dcsr.int8 import Quantize, default_device, quantized
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
     Level,
@@ -69,7 +69,7 @@ class Tower:
         )
         self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides)
         self.model_name_or_path = model_name_or_path
-        self.device = pick_device(device or ("cpu" if quantize is not None else None), use_gpu)
+        self.device = pick_device(default_device(device, quantize), use_gpu)
         self.dtype = pick_dtype(self.device, precision)
         self.model.eval()  # before copying: the int8 copy must not carry dropout
         # quantized() refuses a GPU before the model is moved there

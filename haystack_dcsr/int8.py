@@ -13,7 +13,7 @@ extra passes (absolute maximum, round, cast, rescale) cost what the int8 matmul 
 import copy
 import os
 import shutil
-from typing import Callable, Literal, get_args
+from typing import Callable, Literal, Optional, get_args
 
 import torch
 
@@ -62,6 +62,12 @@ def replace_linear_layers(
 def int8_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
     """A copy of ``model`` with every ``nn.Linear`` an ``Int8Linear``."""
     return replace_linear_layers(model, lambda name, linear: Int8Linear(linear))
+
+
+def default_device(device: Optional[str], mode: Optional[Quantize]) -> Optional[str]:
+    """The device a model is built on: the one asked for, else the CPU when quantising (int8 runs nowhere
+    else), else None (the caller's own pick: CUDA when available)."""
+    return device or ("cpu" if mode is not None else None)
 
 
 def quantized(model: torch.nn.Module, mode: Quantize, device: torch.device) -> torch.nn.Module:
