@@ -33,6 +33,11 @@ def directory_fingerprint(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+# A model directory holding only this file: the model trained and scored on the device machine and its
+# weights (mpnet-base: 209 MiB of fp16, over one call's 64 MiB) stayed there; its scores are the cache
+SCORED_ELSEWHERE = "scored_elsewhere.json"
+
+
 class PairScores:
     """A cross-encoder's logits of (question, passage id) pairs, appended to a JSONL file as computed
     (an interrupted run keeps what it scored). ``quantize`` scores as ``CrossEncoder(quantize=...)`` does;
@@ -49,8 +54,15 @@ class PairScores:
         if not Path(model_dir).is_dir():
             raise SystemExit(f"rerank: no cross-encoder directory {model_dir}")
         self.model_dir, self.texts, self.chunk, self.quantize = Path(model_dir), texts, chunk, quantize
+        elsewhere = self.model_dir / SCORED_ELSEWHERE
+        self.scored_elsewhere = elsewhere.is_file()
+        fingerprint = (
+            json.loads(elsewhere.read_text())["fingerprint"]
+            if self.scored_elsewhere
+            else directory_fingerprint(self.model_dir)
+        )
         suffix = f"-{quantize}" if quantize else ""
-        self.path = workdir / f"cross-encoder-{directory_fingerprint(self.model_dir)}{suffix}.jsonl"
+        self.path = workdir / f"cross-encoder-{fingerprint}{suffix}.jsonl"
         self.scores: Dict[Tuple[str, str], float] = {}
         if self.path.is_file():
             for line in self.path.read_text().splitlines():
@@ -63,6 +75,11 @@ class PairScores:
         missing = list(dict.fromkeys(pair for pair in wanted if pair not in self.scores))
         if not missing:
             return 0
+        if self.scored_elsewhere:
+            raise SystemExit(
+                f"rerank: {self.model_dir} was scored on another machine and its weights stayed there; "
+                f"{len(missing)} pairs were not scored there, e.g. {missing[0]}"
+            )
         self._model = self._model or CrossEncoder(str(self.model_dir), device="cpu", quantize=self.quantize)
         with self.path.open("a") as handle:
             for start in range(0, len(missing), self.chunk):

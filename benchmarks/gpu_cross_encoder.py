@@ -18,6 +18,9 @@ reports the rerank rows without scoring a pair.
     # here: the model to runs/gpu_ce/ce, its scores to the benchmark's cache; then run squad_open.py as usual
     .venv/bin/python benchmarks/gpu_cross_encoder.py install /work/.device/N runs/gpu_ce benchmarks/cache/squad_open
 
+A base over one call's 64 MiB (all-mpnet-base-v2: 179 MiB of fp16 xz) travels in parts over several calls and the
+model stays there (``--model-stays``; ``--budget-s`` sizes the run): ``benchmarks/gpu_mpnet_reranker.sh``.
+
 The scores are computed by the model as it arrives here (fp16 weights, read back as fp32), so the cache
 file is keyed by the fingerprint of the very directory ``install`` writes. Training reads the packed MEQ
 file (``train_meq``), with its BM25 negatives and MEQ golds, as ``train-cross-encoder`` reads
@@ -38,12 +41,19 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_throughput import import_core  # noqa: E402
 from gpu_train import export, fp32_copy, unpack, unpacked_records  # noqa: E402
 
+PROBE_STEPS = 30  # --budget-s: steps of the throw-away run that times a step
 SCORES = ".scores.jsonl.xz"  # NAME.scores.jsonl.xz: a header line, then {"q", "p": [ids], "s": [logits]} a question
 
 
-def read_pairs(path: Path) -> list:
-    with lzma.open(path, "rt") as handle:
-        return [(row["q"], row["p"]) for row in map(json.loads, handle)]
+def read_pairs(*paths: Path) -> list:
+    """(question, passage ids) of one or more ``--pairs-to-score`` files, each question once, its ids merged
+    in first-seen order (rows of different depths, e.g. all dev at 20 and the contrast set at 50)."""
+    merged = {}
+    for path in paths:
+        with lzma.open(path, "rt") as handle:
+            for row in map(json.loads, handle):
+                merged.setdefault(row["q"], dict.fromkeys(row["p"])).update(dict.fromkeys(row["p"]))
+    return [(question, list(pids)) for question, pids in merged.items()]
 
 
 def run(args) -> None:
@@ -57,10 +67,12 @@ def run(args) -> None:
     from haystack_dcsr.training.cross_encoder import train_cross_encoder
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":  # TF32 matmuls: fp32 masters and logits, tensor-core speed (an H200's plain fp32 is ~7x slower)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     workdir = Path(args.workdir or f"/tmp/dcsr_ce_{args.name}")
     workdir.mkdir(parents=True, exist_ok=True)
     corpus = json.load(lzma.open(args.data / "corpus.json.xz", "rt"))
-    questions = read_pairs(args.pairs)  # read first: a bad file fails before training
+    questions = read_pairs(*args.pairs)  # read first: a bad file fails before training
     missing = sorted({pid for _, pids in questions for pid in pids} - corpus.keys())
     if missing:
         raise SystemExit(f"{args.pairs}: {len(missing)} passage ids not in the packed corpus, e.g. {missing[:3]}")
@@ -71,12 +83,18 @@ def run(args) -> None:
         train_file = unpacked_records(args.data, "train_meq", workdir, corpus)
         overrides = [f"train_file={train_file}", f"model={fp32_copy(args.base, workdir / 'base')}"]
         overrides += [f"output_dir={workdir / 'run'}", *args.set]
+        if args.budget_s:
+            step_s = probe_step_seconds(overrides, workdir / "probe", device)
+            steps = max(PROBE_STEPS, int(args.budget_s / step_s) // 100 * 100)
+            overrides.append(f"max_steps={steps}")
+            report.update(probe_step_s=round(step_s, 4), budget_s=args.budget_s)
         config = CrossEncoderConfig.from_yaml(None, overrides)
         start = time.perf_counter()
         last = train_cross_encoder(config, device=device)
         report.update(train_s=round(time.perf_counter() - start, 1), config=config.to_yaml())
         (args.out / f"{args.name}.log.jsonl").write_bytes((workdir / "run" / "log.jsonl").read_bytes())
-    archive = export(last, args.out, args.name, parts=("",))
+    # a model over one call's 64 MiB (mpnet-base: 209 MiB of fp16) stays there: only its scores come back
+    archive = export(last, workdir if args.model_stays else args.out, args.name, parts=("",))
     served = workdir / "served"  # the directory install writes here, byte for byte
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(served, filter="data")
@@ -96,11 +114,26 @@ def run(args) -> None:
     print(json.dumps({"name": args.name, "fingerprint": fingerprint, **report}))
 
 
+def probe_step_seconds(overrides: list, output_dir: Path, device: str) -> float:
+    """Seconds a training step takes at these settings on this machine: the mean of steps 11-30 of a
+    throw-away run (the first ten hold the kernels' first calls), so a run can be sized to a budget."""
+    from haystack_dcsr.training.config import CrossEncoderConfig
+    from haystack_dcsr.training.cross_encoder import train_cross_encoder
+
+    settings = [f"max_steps={PROBE_STEPS}", "log_every=10", f"save_every={PROBE_STEPS}"]
+    config = CrossEncoderConfig.from_yaml(None, [*overrides, *settings, f"output_dir={output_dir}"])
+    train_cross_encoder(config, device=device)
+    elapsed = [json.loads(line)["elapsed_s"] for line in (output_dir / "log.jsonl").read_text().splitlines()]
+    return max(elapsed[-1] - elapsed[0], 1e-3) / (PROBE_STEPS - 10)
+
+
 def install(parts_dir: Path, target: Path, workdir: Path) -> None:
     """Each returned model unpacked to ``target/NAME`` and its scores appended to that directory's
-    ``PairScores`` cache in ``workdir``; a model whose files differ from the scored one is refused."""
+    ``PairScores`` cache in ``workdir``; a model whose files differ from the scored one is refused. Scores
+    whose model stayed there (``--model-stays``) install with a directory holding only ``SCORED_ELSEWHERE``
+    (the scored model's fingerprint and run report), which ``PairScores`` reads from the cache alone."""
     sys.path.insert(0, str(ROOT))
-    from cross_encoder_rerank import directory_fingerprint
+    from cross_encoder_rerank import SCORED_ELSEWHERE, directory_fingerprint
 
     unpack(parts_dir, target)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -108,7 +141,14 @@ def install(parts_dir: Path, target: Path, workdir: Path) -> None:
         name = scores.name[: -len(SCORES)]
         with lzma.open(scores, "rt") as handle:
             header = json.loads(next(handle))
-            fingerprint = directory_fingerprint(target / name)
+            if not (target / name).exists():
+                (target / name).mkdir(parents=True)
+                (target / name / SCORED_ELSEWHERE).write_text(json.dumps(header, indent=1) + "\n")
+            elsewhere = target / name / SCORED_ELSEWHERE
+            if elsewhere.is_file():
+                fingerprint = json.loads(elsewhere.read_text())["fingerprint"]
+            else:
+                fingerprint = directory_fingerprint(target / name)
             if header["fingerprint"] != fingerprint:
                 raise SystemExit(
                     f"{scores}: scored by model {header['fingerprint']}, but {target / name} is {fingerprint}"
@@ -129,13 +169,30 @@ def main(argv=None) -> None:
     p = commands.add_parser("run", help="train, export and score (on the device machine)")
     p.add_argument("--data", type=Path, required=True, help="gpu_train.py pack's output (.gpu/train)")
     p.add_argument("--base", type=Path, required=True, help="gpu_train.py pack-model's output (.gpu/minilm)")
-    p.add_argument("--pairs", type=Path, required=True, help="squad_open.py --pairs-to-score's output")
+    p.add_argument(
+        "--pairs",
+        type=Path,
+        required=True,
+        action="append",
+        help="squad_open.py --pairs-to-score's output (repeatable: each question scored once)",
+    )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--name", default="ce")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a train-cross-encoder field")
     p.add_argument("--batch-size", type=int, default=256, help="pairs per scoring batch")
     p.add_argument("--workdir", help="default /tmp/dcsr_ce_NAME")
     p.add_argument("--eval-only", action="store_true", help="score with the model an earlier call trained")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        help="train as many steps as fit this many seconds (a 30-step probe times a step; rounded down to 100s), "
+        "overriding --set max_steps",
+    )
+    p.add_argument(
+        "--model-stays",
+        action="store_true",
+        help="keep the exported model in the workdir, not $OUT (one over a call's 64 MiB): only its scores return",
+    )
     p = commands.add_parser("install", help="unpack the returned model and install its scores (here)")
     p.add_argument("parts_dir", type=Path)
     p.add_argument("target", type=Path)

@@ -71,3 +71,52 @@ def test_pairs_collected_here_are_scored_there_and_installed_as_the_models_cache
     with pytest.raises(SystemExit, match=r"scored by model \w+, but .*stale/ce is \w+"):
         gpu_ce.install(out, tmp_path / "stale", tmp_path / "cache2")
     assert not list((tmp_path / "cache2").iterdir())
+
+
+def test_a_model_that_stays_there_is_sized_to_a_budget_and_its_scores_alone_install(tmp_path):
+    gpu_train, rerank_module = load_benchmark("gpu_train"), load_benchmark("cross_encoder_rerank")
+    gpu_ce = load_benchmark("gpu_cross_encoder")
+    records, data, texts = packed_data(tmp_path, gpu_train)
+    collector = rerank_module.PairsToScore()
+    base = [[(r.positives[0].key, 2.0), (r.hard_negatives[0].key, 1.0)] for r in records]
+    rerank_module.rerank_rankings([r.question for r in records], base, collector, top_n=2, blend=False)
+    collector.write(tmp_path / "pairs.jsonl.xz")
+    # a second file asks deeper for two questions: each question is scored once, its ids merged
+    deeper = rerank_module.PairsToScore()
+    deeper.fill([(records[0].question, records[0].hard_negatives[1].key), (records[1].question, base[1][0][0])])
+    deeper.write(tmp_path / "deeper.jsonl.xz")
+    merged = gpu_ce.read_pairs(tmp_path / "pairs.jsonl.xz", tmp_path / "deeper.jsonl.xz")
+    assert merged[0] == (records[0].question, [*(pid for pid, _ in base[0]), records[0].hard_negatives[1].key])
+    assert merged[1:] == [(r.question, [pid for pid, _ in row]) for r, row in zip(records[1:], base[1:])]
+    # there: a 30-step probe times a step, the run takes what fits the budget; the model is not in $OUT
+    out, work = tmp_path / "out", tmp_path / "work"
+    settings = ["questions_per_batch=2", "negatives=1", "max_length=32", "log_every=1", "max_steps=7"]
+    gpu_ce.main(
+        ["run", "--data", str(data), "--base", make_tiny_cross_encoder(tmp_path / "base")]
+        + ["--pairs", str(tmp_path / "pairs.jsonl.xz"), "--pairs", str(tmp_path / "deeper.jsonl.xz")]
+        + ["--out", str(out), "--workdir", str(work)]
+        + [item for setting in settings for item in ("--set", setting)]
+        + ["--budget-s", "0.01", "--model-stays"]
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["ce.log.jsonl", "ce.scores.jsonl.xz"]
+    header = json.loads(lzma.open(out / "ce.scores.jsonl.xz", "rt").readline())
+    assert header["probe_step_s"] > 0 and header["budget_s"] == 0.01
+    assert "max_steps: 30" in header["config"]  # a budget under one probe still trains the probe's 30 steps
+    assert (out / "ce.log.jsonl").read_text().count("\n") == 30
+    assert (work / "probe" / "log.jsonl").read_text().count("\n") == 3  # steps 10, 20, 30
+    # here: a directory with the scored model's fingerprint alone; the benchmark reads its cache
+    gpu_ce.main(["install", str(out), str(tmp_path / "models"), str(tmp_path / "cache")])
+    installed = tmp_path / "models" / "ce"
+    assert [p.name for p in installed.iterdir()] == [rerank_module.SCORED_ELSEWHERE]
+    scores = rerank_module.PairScores(installed, texts, tmp_path / "cache")
+    flat = [(r.question, pid) for r, row in zip(records, base) for pid, _ in row]
+    assert scores.fill(flat) == 0
+    direct = CrossEncoder(str(work / "served"), device="cpu").score_pairs([(q, texts[pid]) for q, pid in flat])
+    assert np.allclose([scores.scores[pair] for pair in flat], direct, atol=1e-5)
+    assert scores.fill([(records[0].question, records[0].hard_negatives[1].key)]) == 0  # the deeper file's
+    # a pair that was not scored there cannot be scored here
+    with pytest.raises(SystemExit, match=r"scored on another machine and its weights stayed there; 1 pairs"):
+        scores.fill([(records[2].question, records[2].hard_negatives[1].key)])
+    # installing the same scores again keeps the directory (same fingerprint) and the cache complete
+    gpu_ce.main(["install", str(out), str(tmp_path / "models"), str(tmp_path / "cache")])
+    assert rerank_module.PairScores(installed, texts, tmp_path / "cache").fill(flat) == 0

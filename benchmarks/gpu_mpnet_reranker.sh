@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# gpu_cross_encoder.py for a base over one device call's 64 MiB: all-mpnet-base-v2 travels as fp16 xz
+# (179 MiB) in parts, one call each on the same warm machine (it is given back after ~30 s idle, so call again
+# at once), and the model stays there (--model-stays): only its logits of the benchmark's pairs come back.
+#   here:  .venv/bin/python benchmarks/gpu_train.py pack --out .gpu/train
+#          .venv/bin/python benchmarks/gpu_train.py pack-model runs/bases/all-mpnet-base-v2 --out .gpu/mpnet
+#          mkdir -p .stage && mv .gpu/mpnet/model.safetensors.xz .stage/mpnet.xz
+#          (cd .stage && split -b 51M -d -a 1 mpnet.xz p && sha256sum mpnet.xz > mpnet.sha)   # p0..p3
+#          squad_open.py --pairs-to-score: .gpu/ce_pairs20.jsonl.xz (all dev, BM25's top 20) and
+#          .gpu/ce_pairs50.jsonl.xz (the 1,000 sample and the contrast set, top 50); README, "At a GPU budget"
+#   there: bash benchmarks/gpu_mpnet_reranker.sh stage     # device tool, carry .stage/p0; then p1, then p2
+#          BUDGET=300 bash benchmarks/gpu_mpnet_reranker.sh run   # carry .stage/p3 .stage/mpnet.sha .gpu/train
+#                                         .gpu/mpnet .gpu/ce_pairs20.jsonl.xz .gpu/ce_pairs50.jsonl.xz .whl
+#   there, at once, while time is left: PARTS="0 1 2 3" bash benchmarks/gpu_mpnet_reranker.sh fetch  (then 4-7,
+#          8-11, 12 13): the model's 14 fp16 parts of 15 MiB, four a call, into one folder here (optional: the
+#          scores install without them, and the model then serves only the pairs scored there)
+#   here:  .venv/bin/python benchmarks/gpu_cross_encoder.py install FOLDER runs/gpu_ce benchmarks/cache/squad_open
+# 2026-11-28, one H200: 3 staging calls of ~1 s; the run 548 s (3,200 steps in 338 s for BUDGET=280: the probe's
+# 0.085 s a step was 0.100 over the run, so leave ~25% slack; 268,931 pairs scored in 141 s); 4 fetch calls of ~1 s;
+# 717 s of device time in all, the machine's start included
+set -euo pipefail
+if [ "$1" = fetch ]; then
+  for part in $PARTS; do cp "/tmp/dcsr_ce_${NAME:-mpnet_gpu}/${NAME:-mpnet_gpu}.tar.part$part" "$OUT/"; done
+  exit 0
+fi
+mkdir -p /tmp/stage
+cp .stage/p[0-9] /tmp/stage/
+ls -l /tmp/stage
+[ "$1" = stage ] && exit 0
+(cd /tmp/stage && cat p[0-9] > mpnet.xz && sed 's/ .*mpnet.xz/  mpnet.xz/' "$OLDPWD/.stage/mpnet.sha" | sha256sum -c)
+mv /tmp/stage/mpnet.xz .gpu/mpnet/model.safetensors.xz
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+# shellcheck disable=SC2086  # SET: extra "--set key=value" words
+python3 benchmarks/gpu_cross_encoder.py run --data .gpu/train --base .gpu/mpnet --out "$OUT" \
+  --pairs .gpu/ce_pairs20.jsonl.xz --pairs .gpu/ce_pairs50.jsonl.xz --name "${NAME:-mpnet_gpu}" \
+  --model-stays --budget-s "${BUDGET:-300}" --batch-size 512 --set save_every=1000000 ${SET:-}
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
