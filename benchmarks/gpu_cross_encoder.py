@@ -67,7 +67,7 @@ def run(args) -> None:
     from haystack_dcsr.training.cross_encoder import train_cross_encoder
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":  # TF32 matmuls: fp32 masters and logits, tensor-core speed (an H200's plain fp32 is ~7x slower)
+    if device == "cuda":  # TF32 matmuls: fp32 masters and logits at tensor-core speed (plain fp32: ~7x slower)
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     workdir = Path(args.workdir or f"/tmp/dcsr_ce_{args.name}")
     workdir.mkdir(parents=True, exist_ok=True)
