@@ -38,6 +38,12 @@ def directory_fingerprint(root: Path) -> str:
 SCORED_ELSEWHERE = "scored_elsewhere.json"
 
 
+def model_fingerprint(model_dir: Path) -> str:
+    """The fingerprint its scores are cached under: its files' hash, or the scored model's as recorded there."""
+    elsewhere = Path(model_dir) / SCORED_ELSEWHERE
+    return json.loads(elsewhere.read_text())["fingerprint"] if elsewhere.is_file() else directory_fingerprint(model_dir)
+
+
 class PairScores:
     """A cross-encoder's logits of (question, passage id) pairs, appended to a JSONL file as computed
     (an interrupted run keeps what it scored). ``quantize`` scores as ``CrossEncoder(quantize=...)`` does;
@@ -54,15 +60,9 @@ class PairScores:
         if not Path(model_dir).is_dir():
             raise SystemExit(f"rerank: no cross-encoder directory {model_dir}")
         self.model_dir, self.texts, self.chunk, self.quantize = Path(model_dir), texts, chunk, quantize
-        elsewhere = self.model_dir / SCORED_ELSEWHERE
-        self.scored_elsewhere = elsewhere.is_file()
-        fingerprint = (
-            json.loads(elsewhere.read_text())["fingerprint"]
-            if self.scored_elsewhere
-            else directory_fingerprint(self.model_dir)
-        )
+        self.scored_elsewhere = (self.model_dir / SCORED_ELSEWHERE).is_file()
         suffix = f"-{quantize}" if quantize else ""
-        self.path = workdir / f"cross-encoder-{fingerprint}{suffix}.jsonl"
+        self.path = workdir / f"cross-encoder-{model_fingerprint(self.model_dir)}{suffix}.jsonl"
         self.scores: Dict[Tuple[str, str], float] = {}
         if self.path.is_file():
             for line in self.path.read_text().splitlines():

@@ -133,7 +133,7 @@ def install(parts_dir: Path, target: Path, workdir: Path) -> None:
     whose model stayed there (``--model-stays``) install with a directory holding only ``SCORED_ELSEWHERE``
     (the scored model's fingerprint and run report), which ``PairScores`` reads from the cache alone."""
     sys.path.insert(0, str(ROOT))
-    from cross_encoder_rerank import SCORED_ELSEWHERE, directory_fingerprint
+    from cross_encoder_rerank import SCORED_ELSEWHERE, model_fingerprint
 
     unpack(parts_dir, target)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -145,10 +145,9 @@ def install(parts_dir: Path, target: Path, workdir: Path) -> None:
                 (target / name).mkdir(parents=True)
                 (target / name / SCORED_ELSEWHERE).write_text(json.dumps(header, indent=1) + "\n")
             elsewhere = target / name / SCORED_ELSEWHERE
-            if elsewhere.is_file():
-                fingerprint = json.loads(elsewhere.read_text())["fingerprint"]
-            else:
-                fingerprint = directory_fingerprint(target / name)
+            if elsewhere.is_file() and any(path != elsewhere for path in (target / name).iterdir()):
+                elsewhere.unlink()  # its model was fetched since: the files themselves are the fingerprint now
+            fingerprint = model_fingerprint(target / name)
             if header["fingerprint"] != fingerprint:
                 raise SystemExit(
                     f"{scores}: scored by model {header['fingerprint']}, but {target / name} is {fingerprint}"

@@ -120,3 +120,11 @@ def test_a_model_that_stays_there_is_sized_to_a_budget_and_its_scores_alone_inst
     # installing the same scores again keeps the directory (same fingerprint) and the cache complete
     gpu_ce.main(["install", str(out), str(tmp_path / "models"), str(tmp_path / "cache")])
     assert rerank_module.PairScores(installed, texts, tmp_path / "cache").fill(flat) == 0
+    # the model fetched later (its parts from the workdir): the directory becomes the model, the same cache
+    for part in work.glob("ce.tar.part*"):
+        (out / part.name).write_bytes(part.read_bytes())
+    gpu_ce.main(["install", str(out), str(tmp_path / "models"), str(tmp_path / "cache")])
+    assert not (installed / rerank_module.SCORED_ELSEWHERE).exists()
+    fetched = rerank_module.PairScores(installed, texts, tmp_path / "cache")
+    assert fetched.path == scores.path and fetched.fill(flat) == 0
+    assert fetched.fill([(records[2].question, records[2].hard_negatives[1].key)]) == 1  # its weights are here now
