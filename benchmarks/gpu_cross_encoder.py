@@ -52,7 +52,7 @@ def read_pairs(*paths: Path) -> list:
     for path in paths:
         with lzma.open(path, "rt") as handle:
             for row in map(json.loads, handle):
-                merged.setdefault(row["q"], dict.fromkeys(row["p"])).update(dict.fromkeys(row["p"]))
+                merged.setdefault(row["q"], {}).update(dict.fromkeys(row["p"]))
     return [(question, list(pids)) for question, pids in merged.items()]
 
 

@@ -27,7 +27,7 @@ mkdir -p /tmp/stage
 cp .stage/p[0-9] /tmp/stage/
 ls -l /tmp/stage
 [ "$1" = stage ] && exit 0
-(cd /tmp/stage && cat p[0-9] > mpnet.xz && sed 's/ .*mpnet.xz/  mpnet.xz/' "$OLDPWD/.stage/mpnet.sha" | sha256sum -c)
+(cd /tmp/stage && cat p[0-9] > mpnet.xz && sha256sum -c "$OLDPWD/.stage/mpnet.sha")
 mv /tmp/stage/mpnet.xz .gpu/mpnet/model.safetensors.xz
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
