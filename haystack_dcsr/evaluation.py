@@ -10,7 +10,7 @@ rankings, paired McNemar tests, and the Markdown tables the benchmarks write.
 import json
 from itertools import combinations
 from pathlib import Path
-from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, get_args
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, TypeVar, get_args
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from haystack_dcsr.metrics import (
 
 KS = (1, 5, 20, 100)
 DEPTH = 100
+T = TypeVar("T")
 Ranked = List[List[Tuple[str, float]]]  # per question: (passage id, score), best first
 Question = Tuple[str, Sequence[str], object]  # (text, answers, anything else)
 
@@ -123,27 +124,32 @@ def _is_probability(ranked) -> bool:
     return all(0.0 <= score <= 1.0 for _, score in ranked)
 
 
+def cross_fitted_choice(options: Sequence[T], fold_of: np.ndarray, score: Callable[[T, np.ndarray], object]) -> List[T]:
+    """Per fold, the option that scores best on the other folds' rows (``score(option, mask)``), so no
+    row is judged by a choice it took part in. A choice read off the test rows themselves reads high
+    (the max of noisy estimates); ties go to the earlier option, so list options in the order of
+    a-priori preference."""
+    return [max(options, key=lambda option: score(option, fold_of != fold)) for fold in range(int(fold_of.max()) + 1)]
+
+
 def cross_fitted_weight(
     ranks_by_weight: Dict[float, Sequence[int]], k: int = 1, folds: int = 2, seed: int = 0, prior: float = 0.5
 ) -> Dict:
-    """Each question's first-hit rank under a fusion weight chosen without it. A weight picked on
-    the test questions themselves reads high; here the questions are split into ``folds`` at random
-    and each fold is ranked with the weight of best top-k accuracy on the other folds (ties: the
-    weight nearest ``prior``, the a-priori 0.5). Returns the held-out ranks and each fold's weight."""
-    weights = sorted(ranks_by_weight)
+    """Each question's first-hit rank under a fusion weight chosen without it: the questions are
+    split into ``folds`` at random and each fold is ranked with the weight of best top-k accuracy on
+    the other folds (ties: the weight nearest ``prior``, the a-priori 0.5). Returns the held-out
+    ranks and each fold's weight."""
     lengths = {len(ranks) for ranks in ranks_by_weight.values()}
     if len(lengths) != 1 or folds < 2:
         raise ValueError(f"need rank lists of one length and folds >= 2, got lengths {sorted(lengths)}, {folds} folds")
     n = lengths.pop()
     fold_of = np.random.default_rng(seed).permutation(n) % folds
+    weights = sorted(sorted(ranks_by_weight), key=lambda w: abs(w - prior))
     hits = {w: (np.asarray(ranks_by_weight[w]) > 0) & (np.asarray(ranks_by_weight[w]) <= k) for w in weights}
+    chosen = cross_fitted_choice(weights, fold_of, lambda w, train: int(hits[w][train].sum()))
     held_out = np.zeros(n, dtype=np.int64)
-    chosen = []
-    for fold in range(folds):
-        train = fold_of != fold
-        best = max(weights, key=lambda w: (int(hits[w][train].sum()), -abs(w - prior)))
-        chosen.append(best)
-        held_out[~train] = np.asarray(ranks_by_weight[best])[~train]
+    for fold, best in enumerate(chosen):
+        held_out[fold_of == fold] = np.asarray(ranks_by_weight[best])[fold_of == fold]
     return {"ranks": held_out.tolist(), "weights": chosen, "k": k, "folds": folds, "seed": seed}
 
 

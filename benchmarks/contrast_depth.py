@@ -1,0 +1,152 @@
+"""The reranker's depth, chosen without the pairs it is judged on.
+
+The 3,200-step mpnet reranker meets both contrast goals only over BM25's top 40, a depth read off
+a sweep (5-50, "over" and "blended") on the contrast set itself; the max of noisy estimates reads
+high. Here every pair is scored at the setting chosen on *other* pairs, by the goals' own rule:
+the largest ``min(own gold first - 0.85, MEQ MRR of q' - 0.85)``, ties to the shallower (cheaper)
+setting. Pairs are split by SQuAD article, not one by one: every pair lies within one article and
+an article's pairs share questions and passages (SQuAD repeats questions), so a pair-level split
+would leak. Two splits, both cross-fitted (``evaluation.cross_fitted_choice``):
+
+- leave one article out: each article's pairs at the setting best on all the others;
+- two halves of the articles at random, repeated: each half at the setting best on the other half
+  (half the data to choose from; the spread shows how much the result rests on the split).
+
+No model runs: it reads the per-pair outcomes ``squad_open.py`` keeps in its report.
+
+    .venv/bin/python benchmarks/contrast_depth.py    # -> benchmarks/results/contrast_depth.json
+"""
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from haystack_dcsr.evaluation import cross_fitted_choice, load_contrast_set  # noqa: E402
+
+FAMILY = "Cross-encoder (all-mpnet-base-v2, 3,200 H200 steps)"
+GOAL = 0.85
+
+
+def article(passage_id: str) -> str:
+    """``dev-12-3`` (article 12, paragraph 3) -> ``dev-12``."""
+    return passage_id.rsplit("-", 1)[0]
+
+
+def settings(report: Dict, family: str) -> Dict[str, Dict]:
+    """The family's systems that kept per-pair outcomes, shallowest first (the tie-break's order)."""
+    found = {}
+    for name, system in report["systems"].items():
+        contrast = system.get("contrast", {})
+        kept = "wins" in contrast.get("own_gold_first", {}) and "ranks" in contrast.get("ranking_meq", {})
+        if family in name and kept:
+            depth = re.search(r"@(\d+)", system["spec"])
+            found[name] = {
+                "depth": int(depth.group(1)) if depth else 0,
+                "wins": np.asarray(contrast["own_gold_first"]["wins"]["meq"], dtype=bool),
+                "rr": 1.0 / np.asarray(contrast["ranking_meq"]["ranks"], dtype=np.float64),
+            }
+    if not found:
+        raise SystemExit(f"no system named like {family!r} with per-pair outcomes in the report")
+    return dict(sorted(found.items(), key=lambda item: (item[1]["depth"], item[0])))
+
+
+class Outcomes:
+    """Per-pair outcomes of each setting, and the goals' rule on any subset of articles."""
+
+    def __init__(self, by_setting: Dict[str, Dict], pairs: List[Dict]):
+        self.by_setting = by_setting
+        self.articles = sorted({article(p["gold"]) for p in pairs})
+        index = {a: i for i, a in enumerate(self.articles)}
+        self.pair_article = np.array([index[article(p["gold"])] for p in pairs])  # MRR rows: one per pair
+        self.split_article = self.pair_article[[p["gold"] != p["meq_gold"] for p in pairs]]  # own-gold rows
+        for name, outcome in by_setting.items():
+            if len(outcome["rr"]) != len(pairs) or len(outcome["wins"]) != len(self.split_article):
+                raise SystemExit(f"{name!r}: outcomes do not match the contrast set's {len(pairs)} pairs")
+
+    def metrics(self, name: str, chosen_articles: np.ndarray) -> Dict[str, float]:
+        outcome = self.by_setting[name]
+        return {
+            "own_gold_first": float(outcome["wins"][chosen_articles[self.split_article]].mean()),
+            "mrr_meq": float(outcome["rr"][chosen_articles[self.pair_article]].mean()),
+        }
+
+    def margin(self, name: str, chosen_articles: np.ndarray) -> float:
+        return min(value - GOAL for value in self.metrics(name, chosen_articles).values())
+
+    def cross_fitted(self, fold_of_article: np.ndarray) -> Dict:
+        """Each fold's pairs at the setting chosen on the other folds, pooled."""
+        chosen = cross_fitted_choice(list(self.by_setting), fold_of_article, self.margin)
+        wins = np.zeros(len(self.split_article), dtype=bool)
+        rr = np.zeros(len(self.pair_article))
+        for fold, name in enumerate(chosen):
+            own_rows, mrr_rows = fold_of_article[self.split_article] == fold, fold_of_article[self.pair_article] == fold
+            wins[own_rows] = self.by_setting[name]["wins"][own_rows]
+            rr[mrr_rows] = self.by_setting[name]["rr"][mrr_rows]
+        own, mrr = float(wins.mean()), float(rr.mean())
+        return {"own_gold_first": own, "own_gold_wins": int(wins.sum()), "mrr_meq": mrr, "chosen": chosen}
+
+
+def study(report: Dict, pairs: List[Dict], family: str, repeats: int, seed: int) -> Dict:
+    outcomes = Outcomes(settings(report, family), pairs)
+    everything = np.ones(len(outcomes.articles), dtype=bool)
+    in_sample = {name: outcomes.metrics(name, everything) for name in outcomes.by_setting}
+    loao = outcomes.cross_fitted(np.arange(len(outcomes.articles)))
+    chosen_counts = {name: loao["chosen"].count(name) for name in dict.fromkeys(loao["chosen"])}
+    rng = np.random.default_rng(seed)
+    halves = [outcomes.cross_fitted(rng.permutation(len(outcomes.articles)) % 2) for _ in range(repeats)]
+    own = np.array([h["own_gold_first"] for h in halves])
+    mrr = np.array([h["mrr_meq"] for h in halves])
+    halves_chosen = Counter(name for h in halves for name in h["chosen"])
+    return {
+        "family": family,
+        "goal": GOAL,
+        "pairs": len(outcomes.pair_article),
+        "pairs_gold_differ": len(outcomes.split_article),
+        "articles": len(outcomes.articles),
+        "in_sample": in_sample,
+        "best_in_sample": max(outcomes.by_setting, key=lambda name: outcomes.margin(name, everything)),
+        "leave_one_article_out": {**{k: v for k, v in loao.items() if k != "chosen"}, "chosen": chosen_counts},
+        "halves": {
+            "repeats": repeats,
+            "seed": seed,
+            "chosen": dict(halves_chosen.most_common()),
+            "own_gold_first": {q: float(np.quantile(own, float(q))) for q in ("0.1", "0.5", "0.9")},
+            "mrr_meq": {q: float(np.quantile(mrr, float(q))) for q in ("0.1", "0.5", "0.9")},
+            "share_meeting": {
+                "own_gold_first": float((own >= GOAL).mean()),
+                "mrr_meq": float((mrr >= GOAL).mean()),
+                "both": float(((own >= GOAL) & (mrr >= GOAL)).mean()),
+            },
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report", type=Path, default=ROOT / "benchmarks/results/squad_open_rerank.json")
+    parser.add_argument("--contrast-set", type=Path, default=ROOT / "data/meq_dev")
+    parser.add_argument("--family", default=FAMILY, help="the settings compared: systems whose name contains this")
+    parser.add_argument("--repeats", type=int, default=1000, help="random halvings of the articles")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/contrast_depth.json")
+    args = parser.parse_args()
+    pairs, _ = load_contrast_set(args.contrast_set)
+    if not pairs:
+        parser.error(f"no pairs.jsonl in {args.contrast_set}: build it with build-contrast-set --keep-repeats")
+    result = study(json.loads(args.report.read_text()), pairs, args.family, args.repeats, args.seed)
+    result["command"] = " ".join(sys.argv)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "in_sample"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
