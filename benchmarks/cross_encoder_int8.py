@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from contrast_pairwise import dev_pairs, train_pairs  # noqa: E402
 
 from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
-from haystack_dcsr.int8 import int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
+from haystack_dcsr.int8 import instruction_sets, int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
 from haystack_dcsr.metrics import mcnemar_exact  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 
@@ -64,6 +64,11 @@ VARIANTS: Dict[str, Build] = {
     ),
     "per-token int8, eager": lambda model, maxima: int8_linear_layers(model),
     'per-token int8, compiled (quantize="int8")': lambda model, maxima: quantized(model, "int8", torch.device("cpu")),
+    # what quantize="int8" served before it checked for saturation: 8-bit weights whatever the CPU (on one
+    # without VNNI its int8 matmul may saturate; int8_isa.sh reads the two side by side there)
+    "per-token int8, compiled, 8-bit weights always": (
+        lambda model, maxima: torch.compile(int8_linear_layers(model, 127), dynamic=True)
+    ),
 }
 
 
@@ -164,6 +169,7 @@ def main() -> None:
         "command": " ".join(sys.argv),
         "threads": torch.get_num_threads(),
         "quantized_engine": torch.backends.quantized.engine,
+        "instruction_sets": instruction_sets(),
         "pairs": len(pairs),
         "scored": len(rows),
         "variants": {"fp32": {"pairs_per_s": len(rows) / seconds, **{k: float(np.mean(v)) for k, v in base.items()}}},

@@ -5,6 +5,9 @@ vectors move. Retrieval quality is squad_open.py's (``dcsr-zero-int8`` beside ``
 fp32 runs first and last, so drift during the run shows as two fp32 figures; int8 is timed after its
 compilation (reported apart: once per process and tower).
 
+The report records the instruction sets the kernels may use (``int8.instruction_sets``), so that runs
+with them capped (``int8.ISA_CAPS``) stand in for CPUs without VNNI on this one.
+
     python benchmarks/tower_int8.py [--model all-MiniLM-L6-v2] [--passages 1000] [--queries 300]
     # -> benchmarks/results/tower_int8.json
 """
@@ -23,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from haystack_dcsr.dcsr_model import DCSRModel  # noqa: E402
+from haystack_dcsr.int8 import instruction_sets  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 
@@ -52,6 +56,7 @@ def main() -> None:
     passages = [models["fp32"].splitter().split(text) for text in texts]
     sentences = sum(map(len, passages))
     report = {"command": " ".join(["python"] + sys.argv), "threads": torch.get_num_threads(), "model": args.model}
+    report["instruction_sets"] = instruction_sets()
     report.update(passages=len(passages), sentences=sentences, queries=len(questions))
     _, report["int8_passage_compile_s"] = timed(models["int8"].encode_passages, passages[:8])
     _, report["int8_query_compile_s"] = timed(models["int8"].encode_queries, questions[:2], batch_size=1)

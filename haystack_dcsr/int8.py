@@ -8,27 +8,42 @@ of the 266 contrast preferences flip and q' over its own gold falls from 82.0% t
 (``benchmarks/cross_encoder_int8.py``). One scale per token keeps the preferences. Run eagerly, the
 extra passes (absolute maximum, round, cast, rescale) cost what the int8 matmul saves (0.95x); compiled
 (``torch.compile``, Inductor), they fuse around it.
+
+Without VNNI (AVX2, or AVX512 before Cascade Lake) oneDNN multiplies int8 pairs into 16-bit sums
+(``vpmaddubsw``, the input shifted to unsigned), so two products of 255 x 127 overflow and the matmul
+silently saturates. ``int8_matmul_saturates`` checks this process's matmul on that worst case once, and
+``quantized`` then keeps weights to 7 bits (|w| <= 63), where no sum can overflow.
 """
 
 import copy
+import functools
+import logging
 import os
 import shutil
 from typing import Callable, Literal, Optional, get_args
 
 import torch
 
+logger = logging.getLogger(__name__)
+
 Quantize = Literal["int8"]
 QUANTIZE_MODES = get_args(Quantize)
+# environment caps on the instructions kernels may use: the int8 matmul's (oneDNN), the fp32 matmul's
+# (MKL), and the rest of PyTorch's and the code Inductor generates
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
 
 
 class Int8Linear(torch.nn.Module):
     """``linear`` with int8 weights (one scale per output channel) and per-token int8 inputs, through
-    ``torch._int_mm`` (int8 x int8 -> int32; VNNI instructions where the CPU has them)."""
+    ``torch._int_mm`` (int8 x int8 -> int32; VNNI instructions where the CPU has them). ``weight_levels``
+    63 (7 bits) keeps a CPU without VNNI from saturating (``int8_matmul_saturates``)."""
 
-    def __init__(self, linear: torch.nn.Linear):
+    def __init__(self, linear: torch.nn.Linear, weight_levels: int = 127):
         super().__init__()
+        if not 1 <= weight_levels <= 127:
+            raise ValueError(f"weight_levels must be in 1..127 (int8), got {weight_levels}")
         weight = linear.weight.detach().float()
-        scale = weight.abs().amax(dim=1).clamp(min=1e-8) / 127.0
+        scale = weight.abs().amax(dim=1).clamp(min=1e-8) / float(weight_levels)
         self.register_buffer("weight_t", torch.round(weight / scale[:, None]).to(torch.int8).t().contiguous())
         self.register_buffer("weight_scale", scale)
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
@@ -59,9 +74,51 @@ def replace_linear_layers(
     return model
 
 
-def int8_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
+def int8_linear_layers(model: torch.nn.Module, weight_levels: int = 127) -> torch.nn.Module:
     """A copy of ``model`` with every ``nn.Linear`` an ``Int8Linear``."""
-    return replace_linear_layers(model, lambda name, linear: Int8Linear(linear))
+    return replace_linear_layers(model, lambda name, linear: Int8Linear(linear, weight_levels))
+
+
+@functools.lru_cache(maxsize=None)
+def int8_matmul_saturates() -> bool:
+    """Whether this process's int8 matmul gets the worst case (every product 127 x 127) wrong, as
+    oneDNN's does without VNNI; the answer holds for the process (oneDNN reads its caps once)."""
+    a, b = torch.full((4, 64), 127, dtype=torch.int8), torch.full((64, 8), 127, dtype=torch.int8)
+    return not torch.equal(torch._int_mm(a, b), a.int() @ b.int())
+
+
+def instruction_sets() -> dict:
+    """What the kernels may use in this process, for a benchmark's report: with the caps set, a CPU
+    with VNNI (int8 dot products in one instruction) stands in for one without; its clocks, caches and
+    memory stay its own."""
+    caps = {c: os.environ.get(c) for c in ISA_CAPS}
+    return {"pytorch_capability": torch.backends.cpu.get_cpu_capability(), **caps, "saturates": int8_matmul_saturates()}
+
+
+class FiniteOutputs(torch.nn.Module):
+    """The compiled int8 model, its first output checked to be finite: compiled kernels that go wrong
+    on some CPU (int8_isa.sh saw NaN with PyTorch's own kernels capped to AVX2) would otherwise rank
+    passages by garbage without a word. One reduction over the outputs; nothing else changes."""
+
+    def __init__(self, model: torch.nn.Module, mode: str):
+        super().__init__()
+        self.model, self.mode = model, mode
+
+    def __getattr__(self, name: str):
+        """The wrapped model's attributes (``config`` and the like), as callers of the bare model expect."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(super().__getattr__("model"), name)
+
+    def forward(self, *args, **kwargs):
+        outputs = self.model(*args, **kwargs)
+        if not bool(torch.isfinite(outputs[0]).all()):
+            raise RuntimeError(
+                f"quantize={self.mode!r} produced non-finite outputs on this CPU "
+                f"({instruction_sets()}); serve with quantize=None"
+            )
+        return outputs
 
 
 def default_device(device: Optional[str], mode: Optional[Quantize]) -> Optional[str]:
@@ -79,4 +136,12 @@ def quantized(model: torch.nn.Module, mode: Quantize, device: torch.device) -> t
         raise ValueError(f"quantize={mode!r} is for CPU inference; on {device.type} score in fp32 or half precision")
     if not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")):
         raise RuntimeError(f"quantize={mode!r} compiles the model (torch.compile): it needs a C++ compiler, none found")
-    return torch.compile(int8_linear_layers(model), dynamic=True)
+    levels = 127
+    if int8_matmul_saturates():
+        levels = 63
+        logger.warning(
+            "quantize=%r: this CPU's int8 matmul saturates (no VNNI): weights kept to 7 bits so it stays exact; "
+            "expect a smaller speed-up than on a CPU with VNNI",
+            mode,
+        )
+    return FiniteOutputs(torch.compile(int8_linear_layers(model, levels), dynamic=True), mode)

@@ -2,7 +2,11 @@
 layer is converted and the fp32 model kept, the compiled scorer scores as fp32 does, and bad settings
 are refused before anything is scored."""
 
+import os
+import platform
 import shutil
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -10,8 +14,9 @@ import pytest
 import torch
 from tiny_models import make_tiny_cross_encoder
 
+from haystack_dcsr import int8
 from haystack_dcsr.cross_encoder import CrossEncoder
-from haystack_dcsr.int8 import Int8Linear, int8_linear_layers, quantized
+from haystack_dcsr.int8 import ISA_CAPS, Int8Linear, instruction_sets, int8_linear_layers, quantized
 
 QUESTION = "what is the capital of france?"
 TEXTS = ["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome.", "Madrid is in Spain."]
@@ -82,3 +87,59 @@ def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_di
     assert any(isinstance(m, Int8Linear) for m in ranker.scorer.model.modules())
     with pytest.raises(ValueError, match="CrossEncoderRanker: quantize must be 'int8', or null, got 'fp8'"):
         CrossEncoderRanker(model=model_dir, quantize="fp8")
+
+
+def test_instruction_sets_record_the_caps_a_run_was_given(monkeypatch):
+    for cap in ISA_CAPS:
+        monkeypatch.delenv(cap, raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    recorded = instruction_sets()
+    assert recorded["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert recorded["MKL_ENABLE_INSTRUCTIONS"] is None and recorded["ATEN_CPU_CAPABILITY"] is None
+    assert recorded["pytorch_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+SATURATION_CHECK = """
+import torch
+from haystack_dcsr.int8 import Int8Linear, int8_matmul_saturates
+torch.manual_seed(0)
+layer = Int8Linear(torch.nn.Linear(256, 64), weight_levels=63)
+x = torch.randn(8, 256) * 3
+q = torch.round(x / (x.abs().amax(dim=1, keepdim=True) / 127)).to(torch.int8)
+q[0] = 127  # the worst case: every input at the top of its range
+exact = torch.equal(torch._int_mm(q, layer.weight_t), q.int() @ layer.weight_t.int())
+print(int8_matmul_saturates(), exact, int(layer.weight_t.abs().max()))
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="oneDNN's ISA cap is an x86 setting")
+def test_without_vnni_the_matmul_saturates_and_7_bit_weights_keep_it_exact():
+    # oneDNN capped to AVX2 stands in for a CPU without VNNI: its int8 pairs sum in 16 bits
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    done = subprocess.run([sys.executable, "-c", SATURATION_CHECK], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True", "63"]
+
+
+def test_a_saturating_cpu_gets_7_bit_weights(model_dir, monkeypatch, caplog):
+    monkeypatch.setattr(int8, "int8_matmul_saturates", lambda: True)
+    fp32 = CrossEncoder(model_dir, device="cpu").model
+    with caplog.at_level("WARNING"):
+        served = int8.quantized(fp32, "int8", torch.device("cpu"))
+    layers = [m for m in served.modules() if isinstance(m, Int8Linear)]
+    assert layers and max(int(m.weight_t.abs().max()) for m in layers) == 63
+    assert "saturates (no VNNI)" in caplog.text
+    with pytest.raises(ValueError, match="weight_levels must be in 1..127"):
+        Int8Linear(torch.nn.Linear(4, 4), weight_levels=128)
+
+
+def test_non_finite_int8_outputs_are_refused_not_ranked():
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            return (x * float("nan"),)
+
+    guarded = int8.FiniteOutputs(Broken(), "int8")
+    with pytest.raises(RuntimeError, match="quantize='int8' produced non-finite outputs on this CPU"):
+        guarded(torch.ones(2, 3))
+    fine = int8.FiniteOutputs(torch.nn.Identity(), "int8")
+    assert torch.equal(fine(torch.ones(2, 3)), torch.ones(2, 3))
+    assert int8.FiniteOutputs(torch.nn.Linear(3, 2), "int8").in_features == 3  # callers read e.g. ``config``
