@@ -120,6 +120,7 @@ def test_without_vnni_the_matmul_saturates_and_7_bit_weights_keep_it_exact():
     assert done.stdout.split() == ["True", "True", "63"]
 
 
+@pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")), reason="quantized() needs a C++ compiler")
 def test_a_saturating_cpu_gets_7_bit_weights(model_dir, monkeypatch, caplog):
     monkeypatch.setattr(int8, "int8_matmul_saturates", lambda: True)
     fp32 = CrossEncoder(model_dir, device="cpu").model
