@@ -85,12 +85,12 @@ class Outcomes:
     def cross_fitted(self, fold_of_article: np.ndarray) -> Dict:
         """Each fold's pairs at the setting chosen on the other folds, pooled."""
         chosen = cross_fitted_choice(list(self.by_setting), fold_of_article, self.margin)
-        wins = np.zeros(len(self.split_article), dtype=bool)
-        rr = np.zeros(len(self.pair_article))
+        own_fold, mrr_fold = fold_of_article[self.split_article], fold_of_article[self.pair_article]
+        wins = np.zeros(len(own_fold), dtype=bool)
+        rr = np.zeros(len(mrr_fold))
         for fold, name in enumerate(chosen):
-            own_rows, mrr_rows = fold_of_article[self.split_article] == fold, fold_of_article[self.pair_article] == fold
-            wins[own_rows] = self.by_setting[name]["wins"][own_rows]
-            rr[mrr_rows] = self.by_setting[name]["rr"][mrr_rows]
+            wins[own_fold == fold] = self.by_setting[name]["wins"][own_fold == fold]
+            rr[mrr_fold == fold] = self.by_setting[name]["rr"][mrr_fold == fold]
         own, mrr = float(wins.mean()), float(rr.mean())
         return {"own_gold_first": own, "own_gold_wins": int(wins.sum()), "mrr_meq": mrr, "chosen": chosen}
 
@@ -100,12 +100,10 @@ def study(report: Dict, pairs: List[Dict], family: str, repeats: int, seed: int)
     everything = np.ones(len(outcomes.articles), dtype=bool)
     in_sample = {name: outcomes.metrics(name, everything) for name in outcomes.by_setting}
     loao = outcomes.cross_fitted(np.arange(len(outcomes.articles)))
-    chosen_counts = {name: loao["chosen"].count(name) for name in dict.fromkeys(loao["chosen"])}
     rng = np.random.default_rng(seed)
     halves = [outcomes.cross_fitted(rng.permutation(len(outcomes.articles)) % 2) for _ in range(repeats)]
     own = np.array([h["own_gold_first"] for h in halves])
     mrr = np.array([h["mrr_meq"] for h in halves])
-    halves_chosen = Counter(name for h in halves for name in h["chosen"])
     return {
         "family": family,
         "goal": GOAL,
@@ -114,11 +112,11 @@ def study(report: Dict, pairs: List[Dict], family: str, repeats: int, seed: int)
         "articles": len(outcomes.articles),
         "in_sample": in_sample,
         "best_in_sample": max(outcomes.by_setting, key=lambda name: outcomes.margin(name, everything)),
-        "leave_one_article_out": {**{k: v for k, v in loao.items() if k != "chosen"}, "chosen": chosen_counts},
+        "leave_one_article_out": {**loao, "chosen": dict(Counter(loao["chosen"]).most_common())},
         "halves": {
             "repeats": repeats,
             "seed": seed,
-            "chosen": dict(halves_chosen.most_common()),
+            "chosen": dict(Counter(name for h in halves for name in h["chosen"]).most_common()),
             "own_gold_first": {q: float(np.quantile(own, float(q))) for q in ("0.1", "0.5", "0.9")},
             "mrr_meq": {q: float(np.quantile(mrr, float(q))) for q in ("0.1", "0.5", "0.9")},
             "share_meeting": {

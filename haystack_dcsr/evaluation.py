@@ -149,7 +149,8 @@ def cross_fitted_weight(
     chosen = cross_fitted_choice(weights, fold_of, lambda w, train: int(hits[w][train].sum()))
     held_out = np.zeros(n, dtype=np.int64)
     for fold, best in enumerate(chosen):
-        held_out[fold_of == fold] = np.asarray(ranks_by_weight[best])[fold_of == fold]
+        rows = fold_of == fold
+        held_out[rows] = np.asarray(ranks_by_weight[best])[rows]
     return {"ranks": held_out.tolist(), "weights": chosen, "k": k, "folds": folds, "seed": seed}
 
 
