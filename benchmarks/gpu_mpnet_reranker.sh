@@ -7,10 +7,13 @@
 #          mkdir -p .stage && mv .gpu/mpnet/model.safetensors.xz .stage/mpnet.xz
 #          (cd .stage && split -b 51M -d -a 1 mpnet.xz p && sha256sum mpnet.xz > mpnet.sha)   # p0..p3
 #          squad_open.py --pairs-to-score: .gpu/ce_pairs20.jsonl.xz (all dev, BM25's top 20) and
-#          .gpu/ce_pairs50.jsonl.xz (the 1,000 sample and the contrast set, top 50); README, "At a GPU budget"
+#          .gpu/ce_pairs50.jsonl.xz (the 1,000 sample and the contrast set, top 50); README, "At a GPU budget";
+#          optionally .gpu/ce_pairs_loose50.jsonl.xz (the looser contrast set, top 50: 128,630 pairs, ~70 s there;
+#          README "Four times the pairs"): every .gpu/ce_pairs*.jsonl.xz carried is scored
 #   there: bash benchmarks/gpu_mpnet_reranker.sh stage     # device tool, carry .stage/p0; then p1, then p2
-#          BUDGET=300 bash benchmarks/gpu_mpnet_reranker.sh run   # carry .stage/p3 .stage/mpnet.sha .gpu/train
-#                                         .gpu/mpnet .gpu/ce_pairs20.jsonl.xz .gpu/ce_pairs50.jsonl.xz .whl
+#          BUDGET=300 bash benchmarks/gpu_mpnet_reranker.sh run   # carry .stage/p3 .stage/mpnet.sha .gpu .whl
+#                                         (.gpu whole, ~11 MiB: the data, the base's small files, every pairs file)
+#          a second seed: NAME=mpnet_gpu_s2 SET="--set seed=43" (scores then install under that name)
 #   there, at once, while time is left: PARTS="0 1 2 3" bash benchmarks/gpu_mpnet_reranker.sh fetch  (then 4-7,
 #          8-11, 12 13): the model's 14 fp16 parts of 15 MiB, four a call, into one folder here (optional: the
 #          scores install without them, and the model then serves only the pairs scored there)
@@ -31,8 +34,10 @@ ls -l /tmp/stage
 mv /tmp/stage/mpnet.xz .gpu/mpnet/model.safetensors.xz
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+pairs=()
+for file in .gpu/ce_pairs*.jsonl.xz; do pairs+=(--pairs "$file"); done
 # shellcheck disable=SC2086  # SET: extra "--set key=value" words
 python3 benchmarks/gpu_cross_encoder.py run --data .gpu/train --base .gpu/mpnet --out "$OUT" \
-  --pairs .gpu/ce_pairs20.jsonl.xz --pairs .gpu/ce_pairs50.jsonl.xz --name "${NAME:-mpnet_gpu}" \
+  "${pairs[@]}" --name "${NAME:-mpnet_gpu}" \
   --model-stays --budget-s "${BUDGET:-300}" --batch-size 512 --set save_every=1000000 ${SET:-}
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
