@@ -21,8 +21,10 @@ trend); per band, an exact McNemar test of each system against ``--reference``. 
 system both hold: the looser set nests the MEQ set, so any difference means the two runs ranked
 differently.
 
-No model runs: it reads ``squad_open.py``'s report on the looser set (README "The contrast goals on
-a looser set" has the commands).
+No model runs: it reads ``squad_open.py``'s report on the looser set (README "Four times the pairs"
+has the commands). ``--query-tower NAME=DIR`` adds, for that system, the same trend in its own query
+space: the cosine of q and q' under its query tower (seconds on a CPU), whether it tracks MiniLM's
+(the band axis) and how it differs between won and lost pairs.
 
     python benchmarks/contrast_bands.py    # -> benchmarks/results/contrast_bands.{json,md}
 """
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-from scipy.stats import binomtest, mannwhitneyu
+from scipy.stats import binomtest, mannwhitneyu, spearmanr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -113,16 +115,36 @@ def study(report: Dict, pairs: List[Dict], edges: Sequence[float], reference: st
             row["bands"][label] = band
         if o.rr is not None:
             row["all"]["mrr_meq"] = float(o.rr.mean())
-        won, lost = split_cosines[o.wins], split_cosines[~o.wins]
-        if len(won) and len(lost):  # does winning depend on how close q' is to q?
-            test = mannwhitneyu(won, lost)
-            row["trend"] = {
-                "median_cosine_won": float(np.median(won)),
-                "median_cosine_lost": float(np.median(lost)),
-                "p_value": float(test.pvalue),
-            }
+        found = trend(o.wins, split_cosines)  # does winning depend on how close q' is to q?
+        if found:
+            row["trend"] = found
         out["systems"][name] = row
     return out
+
+
+def trend(wins: np.ndarray, cosines: np.ndarray) -> Optional[Dict]:
+    """Median cosine of won and lost pairs and the Mann-Whitney p of the difference; ``None`` if all
+    pairs are won or all lost."""
+    won, lost = cosines[wins], cosines[~wins]
+    if not (len(won) and len(lost)):
+        return None
+    return {
+        "median_cosine_won": float(np.median(won)),
+        "median_cosine_lost": float(np.median(lost)),
+        "p_value": float(mannwhitneyu(won, lost).pvalue),
+    }
+
+
+def own_space(wins: Sequence[bool], query_cosines: np.ndarray, band_cosines: np.ndarray) -> Dict:
+    """The trend read in a system's own query space, and how closely that space orders the pairs as
+    the band axis does (Spearman)."""
+    wins = np.asarray(wins, dtype=bool)
+    if not (len(wins) == len(query_cosines) == len(band_cosines)):
+        raise ValueError(f"{len(wins)} outcomes, {len(query_cosines)} and {len(band_cosines)} cosines")
+    return {
+        "trend": trend(wins, query_cosines),
+        "spearman_with_band_cosine": float(spearmanr(query_cosines, band_cosines)[0]),
+    }
 
 
 def check_nested(result: Dict, narrow: Dict, floor: float = FLOOR) -> Dict[str, bool]:
@@ -174,6 +196,19 @@ def markdown(result: Dict) -> str:
     return "\n".join(lines)
 
 
+def query_space(name: str, directory: str, report: Dict, pairs: List[Dict]) -> Dict:
+    """``own_space`` for a system whose query tower is a DCSRModel directory (loaded here only)."""
+    from haystack_dcsr.dcsr_model import DCSRModel
+
+    split = [p for p in pairs if p["gold"] != p["meq_gold"]]
+    model = DCSRModel.from_pretrained(directory)
+    q, q_meq = (model.encode_queries([p[key] for p in split]) for key in ("question", "meq"))
+    q, q_meq = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (q, q_meq))
+    wins = report["systems"][name]["contrast"]["own_gold_first"]["wins"]["meq"]
+    found = own_space(wins, (q * q_meq).sum(1), np.array([p["cosine"] for p in split]))
+    return {"model": directory, **found}
+
+
 def parse_edges(text: str) -> List[float]:
     edges = [float(x) for x in text.split(",")]
     if sorted(edges) != edges or len(set(edges)) != len(edges) or not 0 <= edges[0] or edges[-1] >= 1:
@@ -188,14 +223,27 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--edges", type=parse_edges, default=list(EDGES), help="lower band edges, comma-separated")
     parser.add_argument("--reference", default=REFERENCE, help="the system every other is paired with per band")
     parser.add_argument("--check", type=Path, help="the narrow set's report (squad_open_dev.json): nesting check")
+    parser.add_argument(
+        "--query-tower",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="a system of the report and its DCSRModel directory: the trend in its own query space (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/contrast_bands.json")
     args = parser.parse_args(argv)
     pairs, _ = load_contrast_set(args.contrast_set)
     if not pairs:
         parser.error(f"no pairs.jsonl in {args.contrast_set}: build it with build-contrast-set --threshold 0.6")
-    result = study(json.loads(args.report.read_text()), pairs, args.edges, args.reference)
+    report = json.loads(args.report.read_text())
+    result = study(report, pairs, args.edges, args.reference)
     if args.check:
         result["nested_check"] = check_nested(result, json.loads(args.check.read_text()))
+    for spec in args.query_tower:
+        name, _, directory = spec.partition("=")
+        if name not in result["systems"]:
+            parser.error(f"--query-tower {spec!r}: no system {name!r} with per-pair outcomes in the report")
+        result["systems"][name]["own_query_space"] = query_space(name, directory, report, pairs)
     result["command"] = " ".join(["python", "benchmarks/contrast_bands.py"] + list(argv or sys.argv[1:]))
     args.out.write_text(json.dumps(result, indent=1))
     table = markdown(result)
@@ -203,6 +251,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(table)
     if "nested_check" in result:
         print(f"bands from {FLOOR} up equal the narrow report:", result["nested_check"])
+    for name, row in result["systems"].items():
+        if "own_query_space" in row:
+            print(f"{name}, in its own query space:", json.dumps(row["own_query_space"]))
 
 
 if __name__ == "__main__":

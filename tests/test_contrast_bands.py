@@ -85,3 +85,15 @@ def test_outcomes_that_do_not_match_and_a_missing_reference_are_refused():
     with pytest.raises(argparse.ArgumentTypeError, match="must rise strictly"):
         bands.parse_edges("0.7,0.6")
     assert bands.parse_edges("0.6,0.79") == [0.6, 0.79]
+
+
+def test_the_trend_in_a_systems_own_query_space():
+    bands = load_benchmark("contrast_bands")
+    wins = [True, True, False, False]
+    found = bands.own_space(wins, np.array([0.5, 0.6, 0.9, 0.8]), np.array([0.61, 0.65, 0.8, 0.9]))
+    assert found["trend"]["median_cosine_won"] == pytest.approx(0.55)
+    assert found["trend"]["median_cosine_lost"] == pytest.approx(0.85)
+    assert found["spearman_with_band_cosine"] == pytest.approx(0.8)  # ranks 1,2,4,3 against 1,2,3,4
+    assert bands.own_space([True, True], np.array([0.5, 0.6]), np.array([0.7, 0.8]))["trend"] is None
+    with pytest.raises(ValueError, match="3 outcomes, 2 and 2 cosines"):
+        bands.own_space([True, False, True], np.array([0.5, 0.6]), np.array([0.7, 0.8]))

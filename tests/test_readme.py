@@ -46,3 +46,19 @@ def test_hybrid_snippet_runs_as_written(tmp_path, monkeypatch):
     assert "Karl von Frisch" in " ".join(d.content for d in documents[:3])
     assert all("#" not in d.id for d in documents)  # passages, never BM25 over sentence ids
     assert documents[0].meta["dcsr_sentences"]  # DCSR's supporting sentences survive the join
+
+
+def github_anchor(heading: str) -> str:
+    """The fragment GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_contents_links_every_section_and_only_real_ones():
+    text = README.read_text()
+    contents = text[text.index("**Contents:**") : text.index("## Two commands")]
+    links = re.findall(r"\]\(#([^)]+)\)", contents)
+    body = re.sub(r"```.*?```", "", text, flags=re.S)  # a "## " inside a code block is not a heading
+    anchors = {github_anchor(h) for h in re.findall(r"^#{2,3} (.+)$", body, re.M)}
+    assert set(links) <= anchors, sorted(set(links) - anchors)
+    sections = [github_anchor(h) for h in re.findall(r"^## (.+)$", body, re.M)]
+    assert [a for a in links if a in sections] == sections  # every section, in order
