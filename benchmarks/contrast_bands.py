@@ -17,7 +17,7 @@ what the 142 pairs cannot:
 Per system and band: "own gold first" of q' with its Wilson 95% interval, MEQ MRR of q' among the
 50 candidates; per system, a Mann-Whitney test of the cosines of its won and lost pairs (the
 trend); per band, an exact McNemar test of each system against ``--reference``. With ``--check``
-(the 352-pair report), the bands from the floor (0.79) up must add to that report's counts for every
+(a 352-pair report, repeatable), the bands from the floor (0.79) up must add to that report's counts for every
 system both hold: the looser set nests the MEQ set, so any difference means the two runs ranked
 differently.
 
@@ -222,7 +222,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--contrast-set", type=Path, default=ROOT / "data/meq_dev_0.6")
     parser.add_argument("--edges", type=parse_edges, default=list(EDGES), help="lower band edges, comma-separated")
     parser.add_argument("--reference", default=REFERENCE, help="the system every other is paired with per band")
-    parser.add_argument("--check", type=Path, help="the narrow set's report (squad_open_dev.json): nesting check")
+    parser.add_argument(
+        "--check",
+        type=Path,
+        action="append",
+        default=[],
+        help="a report on the narrow set (squad_open_dev.json; repeatable): the nesting check for its systems",
+    )
     parser.add_argument(
         "--query-tower",
         action="append",
@@ -237,8 +243,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.error(f"no pairs.jsonl in {args.contrast_set}: build it with build-contrast-set --threshold 0.6")
     report = json.loads(args.report.read_text())
     result = study(report, pairs, args.edges, args.reference)
-    if args.check:
-        result["nested_check"] = check_nested(result, json.loads(args.check.read_text()))
+    for narrow in args.check:
+        result.setdefault("nested_check", {}).update(check_nested(result, json.loads(narrow.read_text())))
     for spec in args.query_tower:
         name, _, directory = spec.partition("=")
         if name not in result["systems"]:
