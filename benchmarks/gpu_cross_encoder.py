@@ -19,7 +19,7 @@ reports the rerank rows without scoring a pair.
     .venv/bin/python benchmarks/gpu_cross_encoder.py install /work/.device/N runs/gpu_ce benchmarks/cache/squad_open
 
 A base over one call's 64 MiB (all-mpnet-base-v2: 179 MiB of fp16 xz) travels in parts over several calls and the
-model stays there (``--model-stays``; ``--budget-s`` sizes the run): ``benchmarks/gpu_mpnet_reranker.sh``.
+model stays there (``--model-stays``; ``--budget-s`` sizes the run): ``benchmarks/gpu_mpnet.sh``.
 
 The scores are computed by the model as it arrives here (fp16 weights, read back as fp32), so the cache
 file is keyed by the fingerprint of the very directory ``install`` writes. Training reads the packed MEQ

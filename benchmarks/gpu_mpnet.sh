@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# gpu_cross_encoder.py for a base over one device call's 64 MiB: all-mpnet-base-v2 travels as fp16 xz
+# all-mpnet-base-v2 trained on the device, as a reranker (run: gpu_cross_encoder.py) or as DCSR towers (dcsr:
+# gpu_train.py, the paper's model at BERT-base size). A base over one device call's 64 MiB travels as fp16 xz
 # (179 MiB) in parts, one call each on the same warm machine (it is given back after ~30 s idle, so call again
 # at once), and the model stays there (--model-stays): only its logits of the benchmark's pairs come back.
 #   here:  .venv/bin/python benchmarks/gpu_train.py pack --out .gpu/train
@@ -10,11 +11,15 @@
 #          .gpu/ce_pairs50.jsonl.xz (the 1,000 sample and the contrast set, top 50); README, "At a GPU budget";
 #          optionally .gpu/ce_pairs_loose50.jsonl.xz (the looser contrast set, top 50: 128,630 pairs, ~70 s there;
 #          README "Four times the pairs"): every .gpu/ce_pairs*.jsonl.xz carried is scored
-#   there: bash benchmarks/gpu_mpnet_reranker.sh stage     # device tool, carry .stage/p0; then p1, then p2
-#          BUDGET=300 bash benchmarks/gpu_mpnet_reranker.sh run   # carry .stage/p3 .stage/mpnet.sha .gpu .whl
+#   there: bash benchmarks/gpu_mpnet.sh stage     # device tool, carry .stage/p0; then p1, then p2
+#          BUDGET=300 bash benchmarks/gpu_mpnet.sh run   # carry .stage/p3 .stage/mpnet.sha .gpu .whl
 #                                         (.gpu whole, ~11 MiB: the data, the base's small files, every pairs file)
 #          a second seed: NAME=mpnet_gpu_s2 SET="--set seed=43" (scores then install under that name)
-#   there, at once, while time is left: PARTS="0 1 2 3" bash benchmarks/gpu_mpnet_reranker.sh fetch  (then 4-7,
+#   or, after the same staging, DCSR from mpnet (not run on a GPU yet; 2 CPU steps at batch 4 trained, loss 1.11 ->
+#          0.27, 6.3 GB): RUNS="mpnet_dcsr:max_steps=600" bash benchmarks/gpu_mpnet.sh dcsr   # carry as for run;
+#          its NAME.ranked.json.xz comes back for squad_open.py --system "NAME=ranked:FILE" (README "The trainer on
+#          a GPU"); read the first steps' time in its log before asking for an epoch (~2,700 steps at batch 32)
+#   there, at once, while time is left: PARTS="0 1 2 3" bash benchmarks/gpu_mpnet.sh fetch  (then 4-7,
 #          8-11, 12 13): the model's 14 fp16 parts of 15 MiB, four a call, into one folder here (optional: the
 #          scores install without them, and the model then serves only the pairs scored there)
 #   here:  .venv/bin/python benchmarks/gpu_cross_encoder.py install FOLDER runs/gpu_ce benchmarks/cache/squad_open
@@ -34,6 +39,13 @@ ls -l /tmp/stage
 mv /tmp/stage/mpnet.xz .gpu/mpnet/model.safetensors.xz
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+if [ "$1" = dcsr ]; then
+  # shellcheck disable=SC2086  # RUNS: one or more "NAME[:key=value,...]" words, none holding a space
+  python3 benchmarks/gpu_train.py run --data .gpu/train --base .gpu/mpnet --out "$OUT" \
+    $(printf -- '--run %s ' ${RUNS:-mpnet_dcsr:max_steps=600})
+  nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
+  exit 0
+fi
 pairs=()
 for file in .gpu/ce_pairs*.jsonl.xz; do pairs+=(--pairs "$file"); done
 # shellcheck disable=SC2086  # SET: extra "--set key=value" words
