@@ -17,9 +17,9 @@ what the 142 pairs cannot:
 Per system and band: "own gold first" of q' with its Wilson 95% interval, MEQ MRR of q' among the
 50 candidates; per system, a Mann-Whitney test of the cosines of its won and lost pairs (the
 trend); per band, an exact McNemar test of each system against ``--reference``. With ``--check``
-(a 352-pair report, repeatable), the bands from the floor (0.79) up must add to that report's counts for every
-system both hold: the looser set nests the MEQ set, so any difference means the two runs ranked
-differently.
+(a 352-pair report, repeatable), the bands from the floor (0.79) up must add up to that report's
+counts for every system both hold: the looser set nests the MEQ set, so any difference means the
+two runs ranked differently.
 
 No model runs: it reads ``squad_open.py``'s report on the looser set (README "Four times the pairs"
 has the commands). ``--query-tower NAME=DIR`` adds, for that system, the same trend in its own query
