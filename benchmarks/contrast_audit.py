@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
+from haystack_dcsr.evaluation import kept_outcomes, load_contrast_set  # noqa: E402
 from haystack_dcsr.meq import answers_differ  # noqa: E402
 from haystack_dcsr.metrics import has_answer  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
@@ -59,16 +59,15 @@ def audit(report: Dict, pairs: List[Dict], texts: Dict[str, str]) -> Dict:
     mrr_sets["as built now"] = masks["unique"] & masks["answers"]
     systems, wins_all, ranks_all = {}, [], []
     for name, system in report["systems"].items():
-        contrast = system.get("contrast", {})
         row = {}
-        wins = contrast.get("own_gold_first", {}).get("wins", {}).get("meq")
+        try:
+            wins, ranks = kept_outcomes(system.get("contrast", {}), pairs)
+        except ValueError as error:
+            raise SystemExit(f"{name!r}: {error}") from None
         if wins is not None:
-            wins = np.array(wins, bool)
             wins_all.append(wins)
             row["own_gold_first"] = {k: float(wins[m].mean()) for k, m in own_sets.items()}
-        ranks = contrast.get("ranking_meq", {}).get("ranks")
         if ranks is not None:
-            ranks = np.array(ranks)
             ranks_all.append(ranks)
             row["mrr_meq"] = {k: float((1.0 / ranks[m]).mean()) for k, m in mrr_sets.items()}
         if row:

@@ -41,7 +41,7 @@ from scipy.stats import binomtest, mannwhitneyu, spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import load_contrast_set  # noqa: E402
+from haystack_dcsr.evaluation import kept_outcomes, load_contrast_set  # noqa: E402
 from haystack_dcsr.metrics import mcnemar_exact, reciprocal_ranks  # noqa: E402
 
 FLOOR = 0.79  # the README contrast set's cosine floor (training.cli.MEQ_THRESHOLD)
@@ -75,12 +75,11 @@ class Outcomes:
     differ) and q''s reciprocal rank among the candidates (every pair, where the report kept it)."""
 
     def __init__(self, name: str, contrast: Dict, pairs: List[Dict]):
-        differ = np.array([p["gold"] != p["meq_gold"] for p in pairs])
-        self.wins = np.asarray(contrast["own_gold_first"]["wins"]["meq"], dtype=bool)
-        ranks = contrast.get("ranking_meq", {}).get("ranks")
-        self.rr = np.asarray(reciprocal_ranks(ranks)) if ranks is not None else None
-        if len(self.wins) != differ.sum() or (self.rr is not None and len(self.rr) != len(pairs)):
-            raise SystemExit(f"{name!r}: outcomes do not match the contrast set's {len(pairs)} pairs")
+        try:
+            self.wins, ranks = kept_outcomes(contrast, pairs)
+        except ValueError as error:
+            raise SystemExit(f"{name!r}: {error}") from None
+        self.rr = None if ranks is None else np.asarray(reciprocal_ranks(ranks))
 
 
 def study(report: Dict, pairs: List[Dict], edges: Sequence[float], reference: str) -> Dict:

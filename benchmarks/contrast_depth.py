@@ -30,7 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import cross_fitted_choice, load_contrast_set  # noqa: E402
+from haystack_dcsr.evaluation import cross_fitted_choice, kept_outcomes, load_contrast_set  # noqa: E402
+from haystack_dcsr.metrics import reciprocal_ranks  # noqa: E402
 
 FAMILY = "Cross-encoder (all-mpnet-base-v2, 3,200 H200 steps)"
 GOAL = 0.85
@@ -41,18 +42,22 @@ def article(passage_id: str) -> str:
     return passage_id.rsplit("-", 1)[0]
 
 
-def settings(report: Dict, family: str) -> Dict[str, Dict]:
+def settings(report: Dict, family: str, pairs: List[Dict]) -> Dict[str, Dict]:
     """The family's systems that kept per-pair outcomes, shallowest first (the tie-break's order)."""
     found = {}
     for name, system in report["systems"].items():
-        contrast = system.get("contrast", {})
-        kept = "wins" in contrast.get("own_gold_first", {}) and "ranks" in contrast.get("ranking_meq", {})
-        if family in name and kept:
+        if family not in name:
+            continue
+        try:
+            wins, ranks = kept_outcomes(system.get("contrast", {}), pairs)
+        except ValueError as error:
+            raise SystemExit(f"{name!r}: {error}") from None
+        if wins is not None and ranks is not None:
             depth = re.search(r"@(\d+)", system["spec"])
             found[name] = {
                 "depth": int(depth.group(1)) if depth else 0,
-                "wins": np.asarray(contrast["own_gold_first"]["wins"]["meq"], dtype=bool),
-                "rr": 1.0 / np.asarray(contrast["ranking_meq"]["ranks"], dtype=np.float64),
+                "wins": wins,
+                "rr": np.array(reciprocal_ranks(ranks)),
             }
     if not found:
         raise SystemExit(f"no system named like {family!r} with per-pair outcomes in the report")
@@ -68,9 +73,6 @@ class Outcomes:
         index = {a: i for i, a in enumerate(self.articles)}
         self.pair_article = np.array([index[article(p["gold"])] for p in pairs])  # MRR rows: one per pair
         self.split_article = self.pair_article[[p["gold"] != p["meq_gold"] for p in pairs]]  # own-gold rows
-        for name, outcome in by_setting.items():
-            if len(outcome["rr"]) != len(pairs) or len(outcome["wins"]) != len(self.split_article):
-                raise SystemExit(f"{name!r}: outcomes do not match the contrast set's {len(pairs)} pairs")
 
     def metrics(self, name: str, chosen_articles: np.ndarray) -> Dict[str, float]:
         outcome = self.by_setting[name]
@@ -96,7 +98,7 @@ class Outcomes:
 
 
 def study(report: Dict, pairs: List[Dict], family: str, repeats: int, seed: int) -> Dict:
-    outcomes = Outcomes(settings(report, family), pairs)
+    outcomes = Outcomes(settings(report, family, pairs), pairs)
     everything = np.ones(len(outcomes.articles), dtype=bool)
     in_sample = {name: outcomes.metrics(name, everything) for name in outcomes.by_setting}
     loao = outcomes.cross_fitted(np.arange(len(outcomes.articles)))

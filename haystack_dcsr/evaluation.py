@@ -287,6 +287,22 @@ def load_contrast_set(directory: Path, limit: int = 0) -> Tuple[List[Dict], List
     return pairs, ranking
 
 
+def kept_outcomes(contrast: Dict, pairs: Sequence[Dict]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """The per-pair outcomes a system's contrast report keeps, read back for studies across systems:
+    q''s own-gold-first outcomes (``pair_report``: one per pair whose golds differ) and q''s rank among
+    its candidates (``ranking_report``: one per pair); ``None`` for what it did not keep. Outcomes of
+    another contrast set are refused rather than misaligned."""
+    wins = contrast.get("own_gold_first", {}).get("wins", {}).get("meq")
+    ranks = contrast.get("ranking_meq", {}).get("ranks")
+    differ = sum(p["gold"] != p["meq_gold"] for p in pairs)
+    if (wins is not None and len(wins) != differ) or (ranks is not None and len(ranks) != len(pairs)):
+        raise ValueError(f"outcomes do not match the contrast set's {len(pairs)} pairs")
+    return (
+        None if wins is None else np.asarray(wins, dtype=bool),
+        None if ranks is None else np.asarray(ranks, dtype=np.int64),
+    )
+
+
 def markdown_table(report: Dict) -> str:
     lines = [
         "| system | top-1 | top-5 | top-20 | top-100 | MEQ ranking MRR q / q' | MEQ ranking MR q / q' "

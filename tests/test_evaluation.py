@@ -196,3 +196,17 @@ def test_own_gold_paired_report_pairs_systems_that_kept_outcomes():
     assert paired["A vs B"]["meq"] == {"a_only": 6, "b_only": 0, "p_value": 2 / 64}
     assert paired["A vs B"]["q"] == {"a_only": 1, "b_only": 1, "p_value": 1.0}
     assert "| A vs B | 6 / 0 (0.031) | 1 / 1 (1) |" in own_gold_paired_table({"own_gold_paired": paired})
+
+
+def test_kept_outcomes_read_back_what_the_reports_keep_and_refuse_another_sets():
+    from haystack_dcsr.evaluation import kept_outcomes
+
+    pairs = [{"gold": "a", "meq_gold": "b"}, {"gold": "a", "meq_gold": "a"}, {"gold": "c", "meq_gold": "d"}]
+    contrast = {"own_gold_first": {"wins": {"meq": [1, 0]}}, "ranking_meq": {"ranks": [1, 3, 2]}}
+    wins, ranks = kept_outcomes(contrast, pairs)
+    assert wins.dtype == bool and wins.tolist() == [True, False] and ranks.tolist() == [1, 3, 2]
+    assert kept_outcomes({"own_gold_first": {"meq": 0.5}}, pairs) == (None, None)  # a summary only
+    with pytest.raises(ValueError, match="do not match the contrast set's 2 pairs"):
+        kept_outcomes(contrast, pairs[:2])  # two wins, but one pair whose golds differ
+    with pytest.raises(ValueError, match="do not match the contrast set's 3 pairs"):
+        kept_outcomes({"ranking_meq": {"ranks": [1, 2]}}, pairs)
