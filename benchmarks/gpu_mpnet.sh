@@ -19,6 +19,11 @@
 #          0.27, 6.3 GB): RUNS="mpnet_dcsr:max_steps=600" bash benchmarks/gpu_mpnet.sh dcsr   # carry as for run;
 #          its NAME.ranked.json.xz comes back for squad_open.py --system "NAME=ranked:FILE" (README "The trainer on
 #          a GPU"); read the first steps' time in its log before asking for an epoch (~2,700 steps at batch 32)
+#          On 2 CPU cores it is no option: 91 s a step at batch 32 (gradient cache 16) against MiniLM-L6's 22 s, 8.3
+#          vs 2.8 GB (2026-11-28, 3 steps each, back to back: python -m haystack_dcsr.training train --config
+#          trainer/configs/squad_dcsr.yaml --no-resume --set pooling=mean --set max_steps=3 --set warmup_steps=20
+#          --set lr=3.0e-5 --set batch_size=32 --set grad_cache_chunk=16 --set dev_limit=32
+#          --set retrieval_dev_passages=0 --set output_dir=/tmp/x [--set base_model=runs/bases/all-mpnet-base-v2])
 #   there, at once, while time is left: PARTS="0 1 2 3" bash benchmarks/gpu_mpnet.sh fetch  (then 4-7,
 #          8-11, 12 13): the model's 14 fp16 parts of 15 MiB, four a call, into one folder here (optional: the
 #          scores install without them, and the model then serves only the pairs scored there)
