@@ -39,9 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_throughput import import_core  # noqa: E402
-from gpu_train import export, fp32_copy, unpack, unpacked_records  # noqa: E402
+from gpu_train import PROBE_STEPS, export, fp32_copy, steps_in_budget, unpack, unpacked_records  # noqa: E402
 
-PROBE_STEPS = 30  # --budget-s: steps of the throw-away run that times a step
 SCORES = ".scores.jsonl.xz"  # NAME.scores.jsonl.xz: a header line, then {"q", "p": [ids], "s": [logits]} a question
 
 
@@ -85,8 +84,7 @@ def run(args) -> None:
         overrides += [f"output_dir={workdir / 'run'}", *args.set]
         if args.budget_s:
             step_s = probe_step_seconds(overrides, workdir / "probe", device)
-            steps = max(PROBE_STEPS, int(args.budget_s / step_s) // 100 * 100)
-            overrides.append(f"max_steps={steps}")
+            overrides.append(f"max_steps={steps_in_budget(args.budget_s, step_s)}")
             report.update(probe_step_s=round(step_s, 4), budget_s=args.budget_s)
         config = CrossEncoderConfig.from_yaml(None, overrides)
         start = time.perf_counter()

@@ -16,9 +16,13 @@
 #                                         (.gpu whole, ~11 MiB: the data, the base's small files, every pairs file)
 #          a second seed: NAME=mpnet_gpu_s2 SET="--set seed=43" (scores then install under that name)
 #   or, after the same staging, DCSR from mpnet (not run on a GPU yet; 2 CPU steps at batch 4 trained, loss 1.11 ->
-#          0.27, 6.3 GB): RUNS="mpnet_dcsr:max_steps=600" bash benchmarks/gpu_mpnet.sh dcsr   # carry as for run;
+#          0.27, 6.3 GB): bash benchmarks/gpu_mpnet.sh dcsr   # carry as for run, timeout 590 s;
+#          RUNS defaults to "mpnet_dcsr:budget_s=240": a 30-step probe times a step there and the run gets the
+#          steps that fit 240 s (rounded down to 100s), its schedule whole, so one call trains and evaluates
+#          (the reranker's probe ran 18% fast over its run: keep the budget well inside the call's 600 s, which
+#          also loads the data and encodes all 20,963 paragraphs and 10,570 questions with the base-size towers);
 #          its NAME.ranked.json.xz comes back for squad_open.py --system "NAME=ranked:FILE" (README "The trainer on
-#          a GPU"); read the first steps' time in its log before asking for an epoch (~2,700 steps at batch 32)
+#          a GPU"), gpu_train.json holds probe_step_s, budget_s and steps (an epoch is ~2,700 steps at batch 32)
 #          On 2 CPU cores it is no option: 91 s a step at batch 32 (gradient cache 16) against MiniLM-L6's 22 s, 8.3
 #          vs 2.8 GB (2026-11-28, 3 steps each, back to back: python -m haystack_dcsr.training train --config
 #          trainer/configs/squad_dcsr.yaml --no-resume --set pooling=mean --set max_steps=3 --set warmup_steps=20
@@ -47,7 +51,7 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 if [ "$1" = dcsr ]; then
   # shellcheck disable=SC2086  # RUNS: one or more "NAME[:key=value,...]" words, none holding a space
   python3 benchmarks/gpu_train.py run --data .gpu/train --base .gpu/mpnet --out "$OUT" \
-    $(printf -- '--run %s ' ${RUNS:-mpnet_dcsr:max_steps=600})
+    $(printf -- '--run %s ' ${RUNS:-mpnet_dcsr:budget_s=240})
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
   exit 0
 fi

@@ -37,9 +37,11 @@ themselves (too large for one call's 64 MiB) need not travel. Two runs at once o
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
 import json
 import lzma
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -70,8 +72,10 @@ KS = (1, 5, 20, 100)
 CONTRAST = Path("data/meq_dev")  # build-contrast-set output, packed beside the records
 PART = 15 * 2**20
 # run-spec keys read here, not by TrainConfig: data=NAME (train file), hard_of=RUN (DCSR-hard: that
-# earlier run's towers mine the negatives), hard_keep=N (negatives kept per question), from=RUN (start there)
-OWN_KEYS = ("data", "hard_of", "hard_keep", "from")
+# earlier run's towers mine the negatives), hard_keep=N (negatives kept per question), from=RUN (start there),
+# budget_s=S (max_steps: as many steps as fit S seconds, timed by a probe run; one device call, no guessing)
+OWN_KEYS = ("data", "hard_of", "hard_keep", "from", "budget_s")
+PROBE_STEPS = 30  # a budget's throw-away probe run; steps 11-30 are timed (the first ten hold the kernels' first calls)
 
 
 def packed_row(r: dict, corpus: dict) -> list:
@@ -434,6 +438,32 @@ def fp32_copy(base: Path, target: Path) -> Path:
     return target
 
 
+def steps_in_budget(budget_s: float, step_s: float) -> int:
+    """The optimiser steps a run sized to a budget gets: what fits, rounded down to 100s, never under a probe's."""
+    return max(PROBE_STEPS, int(budget_s / step_s) // 100 * 100)
+
+
+def probe_step_seconds(config, output_dir: Path) -> float:
+    """Seconds a DCSR step takes at these settings on this machine: the mean of steps 11-30 of a throw-away
+    run (validated on one dev batch, no retrieval validation), so that the real run's schedule can be sized
+    to a budget up front (a run cut off by the clock would stop mid-decay)."""
+    from haystack_dcsr.training.engine import Trainer
+
+    probe = dataclasses.replace(
+        config,
+        max_steps=PROBE_STEPS,
+        output_dir=str(output_dir),
+        dev_limit=config.dev_batch_size,
+        retrieval_dev_passages=0,
+        checkpoint_every=0,
+        validate_every=None,
+    )
+    history = Trainer(probe).train(resume=False)
+    shutil.rmtree(output_dir)  # a base-size checkpoint is GBs on the device's disk
+    timed = [h["step_s"] for h in history[10:]]
+    return sum(timed) / len(timed)
+
+
 def parse_runs(specs, train_files) -> list:
     """``NAME[:key=value,...]`` specs as (name, own keys, TrainConfig overrides); ``data``, ``hard_of`` and
     ``from`` must name a packed file and runs earlier in the list."""
@@ -444,6 +474,15 @@ def parse_runs(specs, train_files) -> list:
         own = {k: v for k, _, v in (item.partition("=") for item in items) if k in OWN_KEYS}
         if own.get("data", "train") not in train_files:
             raise ValueError(f"run {name!r}: data={own['data']} is not packed (have: {', '.join(sorted(train_files))})")
+        if "budget_s" in own:
+            if any(item.partition("=")[0] == "max_steps" for item in items):
+                raise ValueError(f"run {name!r}: budget_s sets max_steps; give one of them")
+            try:
+                seconds = float(own["budget_s"])
+            except ValueError:
+                seconds = 0.0
+            if not seconds > 0:
+                raise ValueError(f"run {name!r}: budget_s={own['budget_s']} is not a positive number of seconds")
         earlier = [n for n, _, _ in parsed]
         for key in ("hard_of", "from"):
             if key in own and own[key] not in earlier:
@@ -524,6 +563,11 @@ def run(args) -> None:
         recipe_file = workdir / f"{name}.yaml"
         recipe_file.write_text(json.dumps(values))  # JSON is YAML
         config = TrainConfig.from_yaml(recipe_file, overrides)
+        sized = {}
+        if "budget_s" in own and not args.eval_only:
+            step_s = probe_step_seconds(config, workdir / f"{name}_probe")
+            config = dataclasses.replace(config, max_steps=steps_in_budget(float(own["budget_s"]), step_s))
+            sized = dict(probe_step_s=round(step_s, 4), budget_s=float(own["budget_s"]))
         start = time.perf_counter()
         if args.eval_only:  # a run trained by an earlier call on this warm machine (that call ran out evaluating)
             if not (workdir / name / "last").is_dir():
@@ -542,6 +586,7 @@ def run(args) -> None:
             first_loss=round(sum(h["loss"] for h in history[:10]) / max(1, len(history[:10])), 4),
             last_loss=round(sum(h["loss"] for h in history[-10:]) / max(1, len(history[-10:])), 4),
             data=own.get("data", "train"),
+            **sized,
             **{k: own[k] for k in ("hard_of", "from") if k in own},
             settings={k: v for k, v in vars(config).items() if k not in ("train_file", "dev_file", "base_model")},
         )

@@ -16,6 +16,7 @@ import os
 import pickle
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -391,7 +392,9 @@ class Trainer:
             steps = len(scheduled) // accumulation
             while self.state["step_in_epoch"] < steps and self.state["global_step"] < self.total_steps:
                 start = self.state["step_in_epoch"] * accumulation
+                started = time.perf_counter()
                 parts = self.step(scheduled[start : start + accumulation])
+                step_s = time.perf_counter() - started  # GPU: up to the loss's sync (a mean over steps is right)
                 self.state["step_in_epoch"] += 1
                 self.state["global_step"] += 1
                 bar.update(1)
@@ -401,6 +404,7 @@ class Trainer:
                     "lr": self.scheduler.get_last_lr()[0],
                     **parts,
                     "peak_memory_gb": round(peak_memory_gb(self.device), 3),  # GPU: torch's; CPU: the process's
+                    "step_s": round(step_s, 4),  # what sizes a run to a time budget (gpu_train.py's budget_s)
                 }
                 self.history.append(record)
                 self._log(record)

@@ -69,6 +69,7 @@ def test_short_run_lowers_the_loss_and_raises_in_batch_accuracy(trained):
     assert after["average_rank"] < before["average_rank"] / 2
     lines = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert sum("loss" in line for line in lines) == 150
+    assert all(line["step_s"] > 0 for line in lines if "loss" in line)  # each step's wall time, for budgets
     assert sum("dev_accuracy" in line for line in lines) == 50  # validation after each of the 50 epochs
     assert (run / "best" / "query_encoder" / "model.safetensors").is_file()
 
@@ -126,17 +127,23 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
         assert all(n.key != m.positives[0].key and m.answers[0] not in n.text for n in m.hard_negatives)
 
 
-def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(trained, tmp_path):
-    """benchmarks/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
-    its DCSR-hard negatives must be the ones the served retriever picks through ``mine-dense``."""
+@pytest.fixture(scope="module")
+def gpu_train():
+    """benchmarks/gpu_train.py, the harness that trains and evaluates on the device machine."""
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
         "gpu_train", Path(__file__).parents[2] / "benchmarks" / "gpu_train.py"
     )
-    gpu_train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_train)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(trained, gpu_train, tmp_path):
+    """benchmarks/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
+    its DCSR-hard negatives must be the ones the served retriever picks through ``mine-dense``."""
     _, records, _, _, _, run = trained
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
     write_records(fresh, tmp_path / "train.jsonl")
@@ -170,6 +177,24 @@ def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(tra
         gpu_train.parse_runs(["hard:hard_of=epoch1", "epoch1"], files)
     with pytest.raises(ValueError, match=r"run 'qq': data=train_mq is not packed \(have: train, train_meq\)"):
         gpu_train.parse_runs(["qq:data=train_mq"], files)
+
+
+def test_a_gpu_run_sized_to_a_budget_gets_the_steps_a_probe_times(bert, gpu_train, tmp_path):
+    """``budget_s`` sets max_steps up front from a 30-step probe (one device call, a whole decay schedule)."""
+    records = make_records(24)
+    write_records(records, tmp_path / "train.jsonl")
+    files = {"train": None}
+    cfg = config(bert, tmp_path, train_file=str(tmp_path / "train.jsonl"), dev_file=str(tmp_path / "train.jsonl"))
+    step_s = gpu_train.probe_step_seconds(cfg, tmp_path / "probe")
+    assert 0 < step_s < 10 and not (tmp_path / "probe").exists()  # the probe's GBs of checkpoint are gone
+    assert gpu_train.steps_in_budget(305.0, 0.1) == 3000  # what fits, rounded down to 100s
+    assert gpu_train.steps_in_budget(1.0, 0.1) == gpu_train.PROBE_STEPS == 30  # never under the probe
+    assert gpu_train.parse_runs(["m:budget_s=300,epochs=1"], files) == [("m", {"budget_s": "300"}, ["epochs=1"])]
+    with pytest.raises(ValueError, match=r"run 'm': budget_s sets max_steps; give one of them"):
+        gpu_train.parse_runs(["m:budget_s=300,max_steps=600"], files)
+    for bad in ("0", "-5", "five"):
+        with pytest.raises(ValueError, match=rf"run 'm': budget_s={bad} is not a positive number of seconds"):
+            gpu_train.parse_runs([f"m:budget_s={bad}"], files)
 
 
 def test_the_gpu_harness_ranks_as_the_retriever_serves_and_squad_open_reads_its_file_back(trained, tmp_path):
