@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_throughput import import_core  # noqa: E402
-from gpu_train import PROBE_STEPS, export, fp32_copy, steps_in_budget, unpack, unpacked_records  # noqa: E402
+from gpu_train import PROBE_STEPS, PROBE_WARM_STEPS, export, fp32_copy, steps_in_budget, unpack, unpacked_records  # noqa: E402
 
 SCORES = ".scores.jsonl.xz"  # NAME.scores.jsonl.xz: a header line, then {"q", "p": [ids], "s": [logits]} a question
 
@@ -113,16 +113,17 @@ def run(args) -> None:
 
 
 def probe_step_seconds(overrides: list, output_dir: Path, device: str) -> float:
-    """Seconds a training step takes at these settings on this machine: the mean of steps 11-30 of a
-    throw-away run (the first ten hold the kernels' first calls), so a run can be sized to a budget."""
+    """Seconds a training step takes at these settings on this machine: the mean of the steps after the
+    warm ones of a throw-away run (read from the log's elapsed time at those two steps), so a run can be sized
+    to a budget."""
     from haystack_dcsr.training.config import CrossEncoderConfig
     from haystack_dcsr.training.cross_encoder import train_cross_encoder
 
-    settings = [f"max_steps={PROBE_STEPS}", "log_every=10", f"save_every={PROBE_STEPS}"]
+    settings = [f"max_steps={PROBE_STEPS}", f"log_every={PROBE_WARM_STEPS}", f"save_every={PROBE_STEPS}"]
     config = CrossEncoderConfig.from_yaml(None, [*overrides, *settings, f"output_dir={output_dir}"])
     train_cross_encoder(config, device=device)
     elapsed = [json.loads(line)["elapsed_s"] for line in (output_dir / "log.jsonl").read_text().splitlines()]
-    return max(elapsed[-1] - elapsed[0], 1e-3) / (PROBE_STEPS - 10)
+    return max(elapsed[-1] - elapsed[0], 1e-3) / (PROBE_STEPS - PROBE_WARM_STEPS)
 
 
 def install(parts_dir: Path, target: Path, workdir: Path) -> None:

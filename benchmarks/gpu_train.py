@@ -41,6 +41,7 @@ import dataclasses
 import itertools
 import json
 import lzma
+import math
 import shutil
 import sys
 import time
@@ -75,7 +76,8 @@ PART = 15 * 2**20
 # earlier run's towers mine the negatives), hard_keep=N (negatives kept per question), from=RUN (start there),
 # budget_s=S (max_steps: as many steps as fit S seconds, timed by a probe run; one device call, no guessing)
 OWN_KEYS = ("data", "hard_of", "hard_keep", "from", "budget_s")
-PROBE_STEPS = 30  # a budget's throw-away probe run; steps 11-30 are timed (the first ten hold the kernels' first calls)
+PROBE_STEPS = 30  # a budget's throw-away probe run: the steps after the first PROBE_WARM_STEPS are timed
+PROBE_WARM_STEPS = 10  # not timed: they hold the kernels' first calls
 
 
 def packed_row(r: dict, corpus: dict) -> list:
@@ -444,7 +446,7 @@ def steps_in_budget(budget_s: float, step_s: float) -> int:
 
 
 def probe_step_seconds(config, output_dir: Path) -> float:
-    """Seconds a DCSR step takes at these settings on this machine: the mean of steps 11-30 of a throw-away
+    """Seconds a DCSR step takes at these settings on this machine: the mean of the timed steps of a throw-away
     run (validated on one dev batch, no retrieval validation), so that the real run's schedule can be sized
     to a budget up front (a run cut off by the clock would stop mid-decay)."""
     from haystack_dcsr.training.engine import Trainer
@@ -460,7 +462,7 @@ def probe_step_seconds(config, output_dir: Path) -> float:
     )
     history = Trainer(probe).train(resume=False)
     shutil.rmtree(output_dir)  # a base-size checkpoint is GBs on the device's disk
-    timed = [h["step_s"] for h in history[10:]]
+    timed = [h["step_s"] for h in history[PROBE_WARM_STEPS:]]
     return sum(timed) / len(timed)
 
 
@@ -481,7 +483,7 @@ def parse_runs(specs, train_files) -> list:
                 seconds = float(own["budget_s"])
             except ValueError:
                 seconds = 0.0
-            if not seconds > 0:
+            if not 0 < seconds < math.inf:
                 raise ValueError(f"run {name!r}: budget_s={own['budget_s']} is not a positive number of seconds")
         earlier = [n for n, _, _ in parsed]
         for key in ("hard_of", "from"):
@@ -565,9 +567,9 @@ def run(args) -> None:
         config = TrainConfig.from_yaml(recipe_file, overrides)
         sized = {}
         if "budget_s" in own and not args.eval_only:
-            step_s = probe_step_seconds(config, workdir / f"{name}_probe")
-            config = dataclasses.replace(config, max_steps=steps_in_budget(float(own["budget_s"]), step_s))
-            sized = dict(probe_step_s=round(step_s, 4), budget_s=float(own["budget_s"]))
+            budget_s, step_s = float(own["budget_s"]), probe_step_seconds(config, workdir / f"{name}_probe")
+            config = dataclasses.replace(config, max_steps=steps_in_budget(budget_s, step_s))
+            sized = dict(probe_step_s=round(step_s, 4), budget_s=budget_s)
         start = time.perf_counter()
         if args.eval_only:  # a run trained by an earlier call on this warm machine (that call ran out evaluating)
             if not (workdir / name / "last").is_dir():

@@ -192,7 +192,7 @@ def test_a_gpu_run_sized_to_a_budget_gets_the_steps_a_probe_times(bert, gpu_trai
     assert gpu_train.parse_runs(["m:budget_s=300,epochs=1"], files) == [("m", {"budget_s": "300"}, ["epochs=1"])]
     with pytest.raises(ValueError, match=r"run 'm': budget_s sets max_steps; give one of them"):
         gpu_train.parse_runs(["m:budget_s=300,max_steps=600"], files)
-    for bad in ("0", "-5", "five"):
+    for bad in ("0", "-5", "five", "inf", "nan"):
         with pytest.raises(ValueError, match=rf"run 'm': budget_s={bad} is not a positive number of seconds"):
             gpu_train.parse_runs([f"m:budget_s={bad}"], files)
 
