@@ -43,8 +43,9 @@ class CrossEncoder:
         quantize: Optional[Quantize] = None,
     ):
         path = resolve_model_path(model)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path)
+        # never run code shipped with a model directory (an auto_map would make transformers ask, or run it)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=False)
         if self.model.config.num_labels != 1:
             raise ValueError(
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"

@@ -132,9 +132,9 @@ class ModelFiles:
             unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
             if unknown:
                 raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
-            query = str(root / state.pop("query", QUERY_DIR))
+            query = _inside(root, state.pop("query", QUERY_DIR), manifest)
             passage = state.pop("passage", None)
-            return cls(query, str(root / passage) if passage else query, DCSRSettings(**state), splitter)
+            return cls(query, _inside(root, passage, manifest) if passage else query, DCSRSettings(**state), splitter)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
             query, passage = root / QUERY_DIR, root / PASSAGE_DIR
         else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)
@@ -254,6 +254,17 @@ def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: 
         **dataclasses.asdict(settings),
     }
     (Path(directory) / MODEL_FILE).write_text(json.dumps(state, indent=1))
+
+
+def _inside(root: Path, relative: str, manifest: Path) -> str:
+    """A tower folder named in ``dcsr_model.json``: a path inside the model directory, nothing else (a
+    model must not load weights or tokenizers from elsewhere on the machine)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+        raise ValueError(f"{manifest}: tower folder {relative!r} must be a relative path inside the model directory")
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise ValueError(f"{manifest}: tower folder {relative!r} points outside the model directory {root}")
+    return str(root / relative)
 
 
 def model_splitter(files: ModelFiles) -> SentenceSplitter:

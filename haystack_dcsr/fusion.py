@@ -19,6 +19,20 @@ Ranked = Sequence[Tuple[str, float]]  # (passage id, score), best first
 HYBRID = "hybrid_scores"  # meta key of joined passages: each input's own score, as given
 
 
+def check_weights(owner: str, weights: Optional[Sequence[float]]) -> Optional[List[float]]:
+    """Fusion weights: finite numbers >= 0 with a positive sum (None = equal weights). NaN or inf
+    would make every fused score NaN, and all-zero weights every score 0: either way the order
+    silently falls back to one input's."""
+    if weights is None:
+        return None
+    problem = not isinstance(weights, (list, tuple)) or not weights
+    problem = problem or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights)
+    problem = problem or any(not np.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0
+    if problem:
+        raise ValueError(f"{owner}: weights must be finite numbers >= 0 with a sum > 0, got {weights!r}")
+    return [float(w) for w in weights]
+
+
 def fuse(
     rankings: Sequence[Ranked],
     weights: Optional[Sequence[float]] = None,
@@ -27,7 +41,7 @@ def fuse(
 ) -> List[Tuple[str, float]]:
     """The union of ``rankings`` ordered by ``sum(weight * score)``, best first (ties keep
     first-seen order); ``scaled[i]`` (default: all) min-max scales list i first."""
-    weights = list(weights) if weights is not None else [1.0 / len(rankings)] * len(rankings)
+    weights = check_weights("fuse", weights) or [1.0 / len(rankings)] * len(rankings)
     scaled = list(scaled) if scaled is not None else [True] * len(rankings)
     if not len(weights) == len(scaled) == len(rankings):
         raise ValueError(f"{len(weights)} weights and {len(scaled)} scale flags for {len(rankings)} rankings")

@@ -12,6 +12,7 @@ or one vector per sentence of a passage read whole -- get a module that refuses 
 saying so, instead of silently falling back to mean pooling.
 """
 
+import html
 import json
 from pathlib import Path
 from typing import Dict, List, Optional, Union
@@ -91,25 +92,29 @@ class NotSentenceTransformers:
 
 
 def model_card(directory: Union[str, Path], title: str, base_model: str, recipe: Dict, metrics: Dict, data: str) -> str:
-    """A Hugging Face model card (README.md with front matter): base, data, recipe, metrics, usage."""
+    """A Hugging Face model card (README.md with front matter): base, data, recipe, metrics, usage.
+
+    Every value that comes from a config or a path is escaped where it lands: front-matter values
+    are JSON strings (valid YAML, so a newline cannot add keys), body text is HTML- and
+    Markdown-escaped on one line."""
     directory = Path(directory)
-    rows = "\n".join(f"| {key} | {value} |" for key, value in metrics.items()) or "| (none recorded) | |"
-    settings = "\n".join(f"| `{key}` | {json.dumps(value)} |" for key, value in recipe.items())
+    rows = "\n".join(f"| {_cell(key)} | {_cell(value)} |" for key, value in metrics.items()) or "| (none recorded) | |"
+    settings = "\n".join(f"| `{_cell(key)}` | {_cell(json.dumps(value))} |" for key, value in recipe.items())
     text = f"""---
 library_name: haystack-dcsr
-base_model: {base_model}
+base_model: {json.dumps(str(base_model))}
 tags: [dcsr, dense-retrieval, sentence-retrieval, haystack]
 ---
 
-# {title}
+# {_cell(title)}
 
-Dense Contextual Sentence Representation (DCSR) towers trained with
-[haystack-dcsr](https://github.com/) from `{base_model}`: passages are encoded whole, one vector per
-sentence, and ranked by HasAns.
+Dense Contextual Sentence Representation (DCSR) towers trained with haystack-dcsr from
+`{_cell(base_model)}`: passages are encoded whole, one vector per sentence, and ranked by HasAns.
 
-- Training data: {data}
-- Load: `DCSRRetriever(query_model="<this repo>/query_encoder", passage_model="<this repo>/passage_encoder")`
-  (or the repository of each tower); the towers' `dcsr_encoder.json` sets pooling, normalisation and temperature.
+- Training data: {_cell(data)}
+- Load: `DCSRRetriever(document_store=store, model="<hub id or path of this directory>")` (Haystack 1.x) or
+  `DCSRTextEmbedder(model=...)` / `DCSRRetriever(model=...)` (Haystack 2.x); `dcsr_model.json` sets pooling,
+  normalisation, temperature and the sentence splitter.
 
 ## Metrics (at the end of training)
 
@@ -127,23 +132,83 @@ sentence, and ranked by HasAns.
     return text
 
 
+def _cell(value) -> str:
+    """One line of Markdown text that renders as the value, never as HTML or table structure."""
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+# What a model directory is made of; anything else (checkpoint state, logs, .env, other runs) stays home
+MODEL_FILE_PATTERNS = (
+    "*.json",
+    "*.txt",
+    "*.model",
+    "*.safetensors",
+    "README.md",
+    "*/*.json",
+    "*/*.txt",
+    "*/*.model",
+    "*/*.safetensors",
+    "*/*/config.json",
+)
+RUN_FOLDER_MARKERS = ("best", "last", "checkpoint", "trainer_state.pt", "log.jsonl", "config.yaml")
+
+
+def model_files(directory: Union[str, Path]) -> List[str]:
+    """The files of a model directory that ``publish`` uploads (paths relative to it, sorted).
+
+    Refuses a folder that is not one model: a trainer run folder (``best/``, ``last/``, checkpoint
+    state, logs) or a folder without a DCSR tower."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise PublishError(f"{directory} is not a directory")
+    found = [name for name in RUN_FOLDER_MARKERS if (directory / name).exists()]
+    found += sorted(path.name for path in directory.glob("checkpoint-*"))[:1]
+    if found:
+        raise PublishError(
+            f"{directory} is a training run folder (it holds {', '.join(found)}), not a model directory: publish "
+            f"one model, e.g. {directory / 'best'}"
+        )
+    if not (directory / "dcsr_model.json").is_file() and not (directory / "dcsr_encoder.json").is_file():
+        raise PublishError(
+            f"{directory} holds no DCSR model (no dcsr_model.json or dcsr_encoder.json): give a model directory "
+            "such as runs/<name>/best"
+        )
+    chosen = set()
+    for pattern in MODEL_FILE_PATTERNS:
+        for path in directory.glob(pattern):
+            relative = path.relative_to(directory)
+            if path.is_file() and not path.is_symlink() and not any(p.startswith(".") for p in relative.parts):
+                chosen.add(relative.as_posix())
+    return sorted(chosen)
+
+
 def publish(
     directory: Union[str, Path],
     repo_id: str,
     private: bool = False,
     token: Optional[str] = None,
     commit_message: str = "Upload DCSR model",
-) -> str:
-    """Upload a trained model directory (towers and model card) to the Hugging Face hub; returns its URL."""
+    dry_run: bool = False,
+) -> Union[str, List[str]]:
+    """Upload a model directory's model files (``model_files``) to the Hugging Face hub; returns its
+    URL, or with ``dry_run`` the list of files that would be uploaded (nothing is sent)."""
+    files = model_files(directory)
+    if dry_run:
+        return files
     from huggingface_hub import HfApi
 
-    directory = Path(directory)
-    if not any(directory.rglob("dcsr_encoder.json")):
-        raise ValueError(
-            f"{directory} holds no DCSR tower (no dcsr_encoder.json): give a trainer output such as "
-            "runs/<name>/best, or a tower directory"
-        )
     api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True)
-    api.upload_folder(folder_path=str(directory), repo_id=repo_id, commit_message=commit_message)
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        api.upload_folder(
+            folder_path=str(directory), repo_id=repo_id, commit_message=commit_message, allow_patterns=files
+        )
+    except (OSError, ConnectionError) as error:  # requests' errors are OSErrors
+        raise PublishError(f"could not upload to the hub as {repo_id!r}: {type(error).__name__}: {error}") from None
     return f"https://huggingface.co/{repo_id}"
+
+
+class PublishError(ValueError):
+    """Not a model directory, or the hub could not be reached or refused the upload (one line, for the
+    command line)."""

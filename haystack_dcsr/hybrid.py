@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from haystack.nodes.other.join import JoinNode
 from haystack.schema import Document
 
-from haystack_dcsr.fusion import HYBRID, fuse_with_parts
+from haystack_dcsr.fusion import HYBRID, check_weights, fuse_with_parts
 from haystack_dcsr.sentence_units import has_support
 
 
@@ -38,11 +38,9 @@ class HybridJoin(JoinNode):
         self, weights: Optional[List[float]] = None, top_k_join: Optional[int] = None, scale_hasans: bool = True
     ):
         super().__init__()
-        if weights is not None and (not weights or any(not isinstance(w, (int, float)) or w < 0 for w in weights)):
-            raise ValueError(f"HybridJoin: weights must be non-negative numbers, got {weights!r}")
         if top_k_join is not None and (not isinstance(top_k_join, int) or top_k_join < 1):
             raise ValueError(f"HybridJoin: top_k_join must be an integer >= 1 or null, got {top_k_join!r}")
-        self.weights = weights
+        self.weights = check_weights("HybridJoin", weights)
         self.top_k_join = top_k_join
         self.scale_hasans = scale_hasans
 

@@ -33,7 +33,7 @@ def load_pipeline(
     pipeline = load_pipeline("examples/pipelines/query.haystack-pipeline.yml", pipeline_name="query")
     """
     path = Path(path)
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    config = read_pipeline_yaml(path)
     problems = [problem for component in config.get("components", []) for problem in _check_component(component)]
     if problems:
         raise PipelineConfigError(f"{path}: " + "; ".join(problems))
@@ -50,6 +50,36 @@ def load_pipeline(
         # Haystack says "see the stacktrace"; the node's own message (e.g. a value out of range) is the answer
         what = str(error).split(". See the stacktrace")[0]
         raise PipelineConfigError(f"{path}: {what}: {type(cause).__name__}: {cause}") from cause
+
+
+MAX_YAML_BYTES = 1_000_000  # a pipeline file is a few KB; more is a mistake or an attack
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses anchors and aliases: pipeline files never need them, and a few
+    nested aliases expand to billions of nodes once Haystack copies and validates the parameters."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None):
+            event = self.peek_event()
+            raise PipelineConfigError(
+                f"YAML anchors and aliases (&name / *name, line {event.start_mark.line + 1}) are not allowed in a "
+                "pipeline file: write the values out"
+            )
+        return super().compose_node(parent, index)
+
+
+def read_pipeline_yaml(path: Union[str, Path]) -> Dict[str, Any]:
+    """A pipeline file's content, refused with a clear error when it is too large, uses anchors or
+    aliases, or is not a mapping."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_YAML_BYTES:
+        raise PipelineConfigError(f"{path}: {size} bytes is larger than a pipeline file may be ({MAX_YAML_BYTES})")
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_NoAliasLoader) or {}
+    if not isinstance(config, dict):
+        raise PipelineConfigError(f"{path}: a pipeline file is a mapping (version, components, pipelines)")
+    return config
 
 
 def _check_component(component: Dict[str, Any]) -> List[str]:

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
+from haystack_dcsr.filters import check_filters
 from haystack_dcsr.hasans import PassageScores, hasans_scores
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
@@ -303,6 +304,8 @@ class DCSRRetriever(DenseRetriever):
         per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
         if len(per_query_filters) != len(queries):
             raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
+        for query_filters in per_query_filters:
+            check_filters(query_filters)  # an unknown operator is an error on every store, never ignored
         search = self._search_for(store, index)
         results: List[List[Document]] = []
         step = batch_size or max(self.batch_size, 256)

@@ -24,6 +24,7 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
+from haystack_dcsr.filters import FilterError, check_filters
 from haystack_dcsr.sentence_docs import assemble_passage
 from haystack_dcsr.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync
 from haystack_dcsr.sentence_units import (
@@ -38,6 +39,7 @@ from haystack_dcsr.vector_search import keeps_ids, search, search_selected
 
 logger = logging.getLogger(__name__)
 
+NUMERIC_RANGE_STORES = ("QdrantDocumentStore",)  # $gt & co. on numbers only
 Passage = Tuple[Document, List[Document]]  # the rebuilt passage and its sentences in order
 
 
@@ -271,14 +273,22 @@ class StoreSentenceSearch(SentenceSearch):
 
     def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
         super().__init__(document_store, index, cache_size=0)
+        name = type(document_store).__name__
+        self._numeric_ranges = name if name in NUMERIC_RANGE_STORES else None
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
+        check_filters(filters, numeric_ranges=self._numeric_ranges)
         return [self._search_one(vector, top_n, filters) for vector in query_vectors]
 
     def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[FilterType]) -> Hits:
-        docs = self.document_store.query_by_embedding(
-            vector, filters=filters, top_k=top_n, index=self.index, scale_score=False, return_embedding=False
-        )
+        try:
+            docs = self.document_store.query_by_embedding(
+                vector, filters=filters, top_k=top_n, index=self.index, scale_score=False, return_embedding=False
+            )
+        except TypeError as error:  # InMemoryDocumentStore comparing a number with a string, say
+            if not filters:
+                raise
+            raise FilterError(f"filters {filters!r} compare values of different kinds ({error})") from None
         known = {doc.id: doc for doc in docs}
         where = [position(doc) for doc in docs]
         heads = {w.passage_id: w for w in where if w.index == 0}

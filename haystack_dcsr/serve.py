@@ -27,12 +27,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--pipeline", required=True, help="the YAML file (sets PIPELINE_YAML_PATH)")
     parser.add_argument("--query-pipeline", default="query", help="its query pipeline (QUERY_PIPELINE_NAME)")
     parser.add_argument("--indexing-pipeline", default="indexing", help="its indexing pipeline, if any")
-    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: this machine only; 0.0.0.0 for every interface)"
+    )
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")
+    from haystack_dcsr.pipelines import read_pipeline_yaml
+
+    read_pipeline_yaml(args.pipeline)  # size and alias limits before Haystack's own loader reads it
     os.environ["PIPELINE_YAML_PATH"] = os.path.abspath(args.pipeline)
     os.environ["QUERY_PIPELINE_NAME"] = args.query_pipeline
     os.environ["INDEXING_PIPELINE_NAME"] = args.indexing_pipeline

@@ -114,18 +114,37 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
 
 
 def vector_ids_matching(document_store, index: str, filters: FilterType) -> List[int]:
-    """Vector ids of the rows that pass Haystack ``filters`` (translated to SQL by Haystack)."""
-    from haystack.document_stores.filter_utils import LogicalFilterClause
+    """Vector ids of the rows that pass Haystack ``filters``, evaluated in Python on the decoded meta
+    values (``haystack_dcsr.filters``): SQL would compare the JSON text of numbers as strings."""
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
 
-    select_ids = LogicalFilterClause.parse(filters).convert_to_sql(MetaDocumentORM)
+    from haystack_dcsr.filters import filter_fields, matcher
+
+    match = matcher(filters)
+    fields = sorted(filter_fields(filters))
+    metas: Dict[str, Dict] = {}
     with store_lock(document_store):
-        rows = (
-            document_store.session.query(DocumentORM.vector_id)
-            .filter(DocumentORM.index == index, DocumentORM.vector_id.isnot(None), DocumentORM.id.in_(select_ids))
-            .all()
+        session = document_store.session
+        for chunk in _chunks(fields):
+            rows = session.query(MetaDocumentORM.document_id, MetaDocumentORM.name, MetaDocumentORM.value).filter(
+                MetaDocumentORM.document_index == index, MetaDocumentORM.name.in_(chunk)
+            )
+            for doc_id, name, value in rows.yield_per(_SQL_BATCH):
+                metas.setdefault(doc_id, {})[name] = value
+        rows = session.query(DocumentORM.id, DocumentORM.vector_id).filter(
+            DocumentORM.index == index, DocumentORM.vector_id.isnot(None)
         )
-    return sorted(int(r[0]) for r in rows)
+        verdicts: Dict[str, bool] = {}  # sentences share their passage's meta: evaluate each distinct meta once
+        vector_ids = []
+        for doc_id, vector_id in rows.yield_per(_SQL_BATCH):
+            meta = metas.get(doc_id, {})
+            key = repr(sorted(meta.items()))
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = match(meta)
+            if verdict:
+                vector_ids.append(int(vector_id))
+    return sorted(vector_ids)
 
 
 def doc_ids_at(document_store, index: str, vector_ids: Sequence[int]) -> Dict[int, str]:

@@ -10,6 +10,7 @@ import pytest
 from conftest import make_records, make_tiny_bert
 
 from haystack_dcsr import QueryEncoder
+from haystack_dcsr.hub import model_card
 from haystack_dcsr.training import cli
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.engine import Trainer
@@ -105,19 +106,66 @@ def test_a_trained_run_has_a_model_card_and_publishes_through_the_hub_api(tmp_pa
     )
     Trainer(config, records=make_records(16), dev_records=make_records(8)).train(resume=False)
     card = (tmp_path / "run" / "last" / "README.md").read_text()
-    assert f"base_model: {model}" in card and "dev in-batch accuracy" in card and "| training steps | 3 |" in card
+    assert f'base_model: "{model}"' in card and "dev in-batch accuracy" in card and "| training steps | 3 |" in card
     assert '| `negatives` | "+1 in-passage +1 BM25 random" |' in card
     calls = []
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
     monkeypatch.setattr(
-        HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw["repo_id"], kw["folder_path"]))
+        HfApi,
+        "upload_folder",
+        lambda self, **kw: calls.append(("upload", kw["repo_id"], kw["folder_path"], kw["allow_patterns"])),
     )
-    cli.main(["publish", str(tmp_path / "run" / "last"), "me/dcsr-tiny", "--private"])
-    assert calls == [
-        ("create", "me/dcsr-tiny", {"private": True, "exist_ok": True}),
-        ("upload", "me/dcsr-tiny", str(tmp_path / "run" / "last")),
-    ]
+    last = tmp_path / "run" / "last"
+    (last / ".env").write_text("HF_TOKEN=secret")
+    (last / "notes.log").write_text("private")
+    cli.main(["publish", str(last), "me/dcsr-tiny", "--private"])
+    uploaded = calls[1][3]
+    assert calls[0] == ("create", "me/dcsr-tiny", {"private": True, "exist_ok": True})
+    assert calls[1][:3] == ("upload", "me/dcsr-tiny", str(last))
+    assert "dcsr_model.json" in uploaded and "README.md" in uploaded
+    assert any(name.endswith("model.safetensors") for name in uploaded)
+    assert not any(name.startswith(".env") or name.endswith(".log") for name in uploaded)
     assert "https://huggingface.co/me/dcsr-tiny" in capsys.readouterr().out
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="holds no DCSR tower"):
-        cli.main(["publish", str(tmp_path / "empty"), "me/nothing"])
+    cli.main(["publish", str(last), "me/dcsr-tiny", "--dry-run"])
+    listed = capsys.readouterr().out
+    assert f"would upload {len(uploaded)} files" in listed and "dcsr_model.json" in listed and ".env" not in listed
+    assert len(calls) == 2  # the dry run sent nothing
+    for folder, message in ((tmp_path / "run", "is a training run folder"), (tmp_path / "empty", "holds no DCSR")):
+        folder.mkdir(exist_ok=True)
+        with pytest.raises(SystemExit) as stop:
+            cli.main(["publish", str(folder), "me/nothing"])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert len(calls) == 2
+
+
+def test_publish_offline_is_one_line_error(tmp_path, tiny_bert, monkeypatch, capsys):
+    import requests
+    from huggingface_hub import HfApi
+
+    def offline(self, *args, **kwargs):
+        raise requests.exceptions.ConnectionError("Failed to resolve 'huggingface.co'")
+
+    monkeypatch.setattr(HfApi, "create_repo", offline)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["publish", tiny_bert, "me/dcsr-tiny"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "could not upload to the hub as 'me/dcsr-tiny'" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_model_card_escapes_what_it_copies(tmp_path):
+    card = model_card(
+        tmp_path,
+        title="<script>alert(1)</script> DCSR",
+        base_model="bert\nlicense: mit\npipeline_tag: x",
+        recipe={"lr": 2e-5, "note": "a | b"},
+        metrics={"top-1": 0.7},
+        data="<b>squad</b>",
+    )
+    import yaml
+
+    front = yaml.safe_load(card.split("---")[1])
+    assert set(front) == {"library_name", "base_model", "tags"}
+    assert front["base_model"] == "bert\nlicense: mit\npipeline_tag: x"
+    assert "<script>" not in card and "&lt;script&gt;" in card and "<b>" not in card
+    assert "a \\| b" in card

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
 
-from haystack_dcsr.fusion import HYBRID, fuse_with_parts
+from haystack_dcsr.fusion import HYBRID, check_weights, fuse_with_parts
 from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.sentence_units import has_support
 
@@ -23,10 +23,8 @@ class DCSRHybridJoiner:
     """
 
     def __init__(self, weights: Optional[List[float]] = None, top_k: Optional[int] = None, scale_hasans: bool = True):
-        if weights is not None and (not weights or any(not isinstance(w, (int, float)) or w < 0 for w in weights)):
-            raise ValueError(f"DCSRHybridJoiner: weights must be non-negative numbers, got {weights!r}")
         check_parameters("DCSRHybridJoiner", ("top_k",), top_k=top_k)
-        self.weights = weights
+        self.weights = check_weights("DCSRHybridJoiner", weights)
         self.top_k = top_k
         self.scale_hasans = scale_hasans
 

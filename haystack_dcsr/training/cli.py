@@ -156,7 +156,12 @@ def average(args) -> None:
 def publish(args) -> None:
     from haystack_dcsr.hub import publish as upload
 
-    print(upload(args.directory, args.repo_id, private=args.private, token=args.token))
+    result = upload(args.directory, args.repo_id, private=args.private, token=args.token, dry_run=args.dry_run)
+    if args.dry_run:
+        print(f"would upload {len(result)} files from {args.directory} to {args.repo_id}:")
+        print("\n".join(f"  {name}" for name in result))
+    else:
+        print(result)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -276,17 +281,19 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("repo_id", help="org/name on the Hugging Face hub")
     p.add_argument("--private", action="store_true")
     p.add_argument("--token", help="default: the token of huggingface-cli login / HF_TOKEN")
+    p.add_argument("--dry-run", action="store_true", help="list the files that would be uploaded; send nothing")
     p.set_defaults(func=publish)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.config import ConfigError
+    from haystack_dcsr.hub import PublishError
     from haystack_dcsr.training.engine import CheckpointError
 
     try:
         args.func(args)
-    except (DataError, ConfigError, CheckpointError, CheckpointMismatch, FileExistsError) as error:
+    except (DataError, ConfigError, CheckpointError, CheckpointMismatch, FileExistsError, PublishError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
 

@@ -134,9 +134,9 @@ def train_cross_encoder(config: CrossEncoderConfig, device: str = None) -> Path:
     records = load_records(config.train_file).records
     where = pick_device(device)
     path = resolve_model_path(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     tokenizer.model_max_length = config.max_length  # saved with it: Haystack's ranker truncates there too
-    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(where)
+    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, trust_remote_code=False).to(where)
     model.train()
     optimizer = torch.optim.AdamW(parameter_groups(model, config))
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps)

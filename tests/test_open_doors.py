@@ -1,0 +1,117 @@
+"""Doors a hostile file or a default could open: code shipped with a model, a server reachable from
+the network, model paths outside the model directory, YAML that expands without bound, fusion
+weights that turn every score into NaN."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from haystack.errors import PipelineConfigError
+from test_errors import YAML
+from tiny_models import make_tiny_cross_encoder
+
+from haystack_dcsr import HybridJoin, load_pipeline
+from haystack_dcsr.dcsr_model import ModelFiles
+from haystack_dcsr.fusion import fuse
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_cross_encoder_directory_with_remote_code_never_runs_it(tmp_path):
+    """A config whose model type transformers does not know, with an ``auto_map``, makes transformers
+    ask on the terminal whether to run the folder's code; the cross-encoder never asks and refuses."""
+    model = Path(make_tiny_cross_encoder(tmp_path / "ce"))
+    marker = tmp_path / "ran"
+    (model / "evil.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\n"
+        "from transformers import BertForSequenceClassification as EvilModel\n"
+        "from transformers import BertConfig as EvilConfig\n"
+    )
+    config = json.loads((model / "config.json").read_text())
+    config["model_type"] = "evil-bert"
+    config["auto_map"] = {
+        "AutoConfig": "evil.EvilConfig",
+        "AutoModelForSequenceClassification": "evil.EvilModel",
+    }
+    (model / "config.json").write_text(json.dumps(config))
+    code = (
+        "from haystack_dcsr.cross_encoder import CrossEncoder\n"
+        f"ce = CrossEncoder({str(model)!r})\n"
+        "print('SCORES', len(ce.score_pairs([('q', 'a'), ('q', 'b')])))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input="y\ny\n",  # what a user might answer at transformers' prompt
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
+    )
+    assert not marker.exists()
+    assert result.returncode != 0 and "trust_remote_code" in result.stderr
+
+
+def test_serve_binds_loopback_unless_told_otherwise(tmp_path, tiny_bert):
+    from test_serve import run, stand_ins
+
+    env_dir = stand_ins(tmp_path / "site")
+    (env_dir / "uvicorn.py").write_text("def run(app, host, port, workers):\n    print('HOST', host)\n")
+    for extra, host in (("", "127.0.0.1"), (", '--host', '0.0.0.0'", "0.0.0.0")):
+        served = run(
+            f"from haystack_dcsr.serve import main; main(['--pipeline', '{tmp_path / 'p.yml'}'{extra}])",
+            env_dir,
+            tiny_bert,
+            tmp_path,
+        )
+        assert served.returncode == 0, served.stderr[-2000:]
+        assert f"HOST {host}" in served.stdout
+
+
+@pytest.mark.parametrize("where", ["../elsewhere", "/tmp", "query_encoder/../../elsewhere"])
+def test_model_directory_tower_paths_stay_inside_it(tmp_path, tiny_bert, where):
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(tiny_bert, outside)
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model / "query_encoder")
+    (model / "dcsr_model.json").write_text(json.dumps({"query": where, "passage": None}))
+    with pytest.raises(ValueError, match="tower folder .* (must be a relative path|points outside)"):
+        ModelFiles.locate(str(model))
+    (model / "dcsr_model.json").write_text(json.dumps({"query": "query_encoder", "passage": None}))
+    assert ModelFiles.locate(str(model)).query_dir == str(model / "query_encoder")
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, tiny_bert):
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(8)]
+    text = YAML.format(model=tiny_bert, params="top_k: 5").replace(
+        "version: ignore", "version: ignore\n" + "\n".join(bomb)
+    )
+    path = tmp_path / "bomb.yml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(PipelineConfigError, match="anchors and aliases .* are not allowed"):
+        load_pipeline(path)
+    assert time.perf_counter() - started < 2
+    path.write_text("x" * 1_000_001)
+    with pytest.raises(PipelineConfigError, match="larger than a pipeline file may be"):
+        load_pipeline(path)
+    path.write_text("- a list\n")
+    with pytest.raises(PipelineConfigError, match="is a mapping"):
+        load_pipeline(path)
+
+
+@pytest.mark.parametrize("weights", [[float("nan"), 1.0], [float("inf"), 1.0], [0, 0], [-1, 2], [True, 1], []])
+def test_fusion_weights_that_would_make_scores_nan_or_meaningless_are_refused(weights):
+    with pytest.raises(ValueError, match="weights must be finite numbers >= 0 with a sum > 0"):
+        HybridJoin(weights=weights)
+    with pytest.raises(ValueError, match="weights must be finite numbers >= 0 with a sum > 0"):
+        fuse([[("a", 1.0)], [("b", 2.0)]], weights=weights)
+
+
+def test_one_zero_weight_is_a_choice_not_an_error():
+    assert [pid for pid, _ in fuse([[("a", 1.0), ("b", 0.5)], [("b", 3.0), ("a", 1.0)]], weights=[0, 1])] == ["b", "a"]
