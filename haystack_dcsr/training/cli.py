@@ -286,9 +286,9 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from haystack_dcsr.hub import PublishError
     from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.config import ConfigError
-    from haystack_dcsr.hub import PublishError
     from haystack_dcsr.training.engine import CheckpointError
 
     try:
