@@ -42,6 +42,7 @@ if _haystack_1_installed():
     from haystack_dcsr.query_encoder import QueryEncoder
     from haystack_dcsr.reranker import CrossEncoderRanker
     from haystack_dcsr.retriever import DCSRRetriever
+    from haystack_dcsr.saved_store import load_faiss_store, save_faiss_store
 
     __all__ += [
         "CrossEncoderRanker",
@@ -50,6 +51,8 @@ if _haystack_1_installed():
         "QueryEncoder",
         "SentencePreprocessor",
         "SparseBM25DocumentStore",
+        "load_faiss_store",
         "load_pipeline",
+        "save_faiss_store",
         "save_pipeline",
     ]

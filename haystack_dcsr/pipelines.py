@@ -5,17 +5,19 @@ Haystack 1.x validates a YAML pipeline against JSON schemas generated from each 
 ``__init__``, but reports any failure in a custom node as "found, but it failed validation" without
 saying which parameter. ``load_pipeline`` checks each component against the same schema first and
 reports the parameter, the problem and (for a misspelt name) the closest real one; then it hands
-the file to ``Pipeline.load_from_yaml``. Importing this package registers the DCSR node types, so
-the YAML can name them.
+the config to ``Pipeline.load_from_config``. Importing this package registers the DCSR node types,
+so the YAML can name them. Pipeline files are read with limits (size, no YAML anchors or aliases).
 
 ``Pipeline.save_to_yaml`` writes a ``FAISSDocumentStore`` by its creation parameters: reloaded, it
 opens the same SQL database with a new, empty FAISS index (the vectors were never saved).
-``save_pipeline`` saves each FAISS index (and the retriever's vector map) beside the YAML and
-writes the store as ``faiss_index_path``, the form ``FAISSDocumentStore.load`` reads back.
+``save_pipeline`` saves each FAISS store as one consistent, crash-safe set (``saved_store``) and
+writes it as ``faiss_index_path`` relative to the YAML; ``load_pipeline`` resolves those paths, so
+a saved pipeline loads from any working directory.
 """
 
 import difflib
 import inspect
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -37,9 +39,10 @@ def load_pipeline(
     problems = [problem for component in config.get("components", []) for problem in _check_component(component)]
     if problems:
         raise PipelineConfigError(f"{path}: " + "; ".join(problems))
+    config = resolve_saved_stores(config, path.parent.resolve())
     try:
-        return Pipeline.load_from_yaml(
-            path, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
+        return Pipeline.load_from_config(
+            config, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
         )
     except PipelineConfigError as error:
         cause = error.__cause__
@@ -82,6 +85,24 @@ def read_pipeline_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     return config
 
 
+def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
+    """The config with each saved FAISS store's files named by absolute paths (``open_params``):
+    saved pipelines name them relative to the YAML, so they load from any working directory."""
+    import copy
+
+    from haystack_dcsr.saved_store import open_params
+
+    config = copy.deepcopy(config)
+    for component in config.get("components", []):
+        params = component.get("params") or {}
+        if component.get("type") == "FAISSDocumentStore" and params.get("faiss_index_path"):
+            try:
+                component["params"] = open_params(params["faiss_index_path"], base)
+            except (OSError, ValueError) as error:
+                raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from None
+    return config
+
+
 def _check_component(component: Dict[str, Any]) -> List[str]:
     from haystack.nodes._json_schema import create_schema_for_node_class
     from jsonschema import Draft7Validator
@@ -110,30 +131,55 @@ def _check_component(component: Dict[str, Any]) -> List[str]:
 
 
 def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optional[Union[str, Path]] = None) -> Path:
-    """``Pipeline.save_to_yaml`` that keeps FAISS stores loadable (see the module docstring).
+    """``Pipeline.save_to_yaml`` that keeps FAISS stores loadable from anywhere, crash-safe.
 
-    save_pipeline(pipeline, "query.yml")          # + DocumentStore.faiss/.json/.faiss.dcsr-map.npz beside it
-    pipeline = load_pipeline("query.yml")
+    save_pipeline(pipeline, "served/query.yml")   # + served/query.files/<generation>/Store.faiss, .json, .db, map
+    pipeline = load_pipeline("served/query.yml")  # from any working directory
+
+    Each FAISS store is saved with ``save_faiss_store`` (index, config, vector map with its
+    fingerprint, and a copy of a SQLite database) into a new generation folder under
+    ``<index_dir>/<yaml name>.files/``; the YAML, naming that folder by a path relative to itself,
+    is written last and atomically, then older generations are removed. A kill or a full disk at
+    any point leaves the previous YAML and the files it names whole and loadable.
     """
+    import shutil
+    import time
+    import uuid
+
     from haystack.document_stores import FAISSDocumentStore
 
+    from haystack_dcsr.atomic_files import atomic_write_text
     from haystack_dcsr.retriever import DCSRRetriever
+    from haystack_dcsr.saved_store import save_faiss_store
 
     path = Path(path)
-    index_dir = Path(index_dir) if index_dir is not None else path.parent
-    index_dir.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files = (Path(index_dir) if index_dir is not None else path.parent) / f"{path.stem}.files"
+    generation = files / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     components = _components(pipeline)
     config = pipeline.get_config()
-    for definition in config["components"]:
-        store = components.get(definition["name"])
-        if isinstance(store, FAISSDocumentStore):
-            index_path = index_dir / f"{definition['name']}.faiss"
-            store.save(str(index_path))
-            for retriever in components.values():
-                if isinstance(retriever, DCSRRetriever) and retriever.document_store is store:
-                    retriever.save_index_map(index_path)
-            definition["params"] = {"faiss_index_path": str(index_path)}
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    try:
+        for definition in config["components"]:
+            store = components.get(definition["name"])
+            if isinstance(store, FAISSDocumentStore):
+                search = next(
+                    (
+                        r._search_for(store, None)
+                        for r in components.values()
+                        if isinstance(r, DCSRRetriever) and r.document_store is store
+                    ),
+                    None,
+                )
+                index_path = save_faiss_store(store, generation / f"{definition['name']}.faiss", search=search)
+                definition["params"] = {"faiss_index_path": os.path.relpath(index_path, path.parent.resolve())}
+        atomic_write_text(path, yaml.safe_dump(config, sort_keys=False))
+    except BaseException:
+        shutil.rmtree(generation, ignore_errors=True)
+        raise
+    if files.is_dir():
+        for older in files.iterdir():
+            if older != generation and older.is_dir():
+                shutil.rmtree(older, ignore_errors=True)
     return path
 
 

@@ -12,8 +12,9 @@ sentence, whose passage has no sentence #0, or whose row is not a DCSR sentence 
 is never a hit.
 """
 
+import dataclasses
 import json
-import os
+import zipfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -23,8 +24,29 @@ from haystack_dcsr.sentence_units import PassageRef, SentencePosition, sentence_
 from haystack_dcsr.sql_rows import VectorRow
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
-MAP_FORMAT = 1
+MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
 MAP_SUFFIX = ".dcsr-map.npz"  # beside the FAISS index file: index.faiss -> index.faiss.dcsr-map.npz
+
+
+@dataclasses.dataclass
+class Fingerprint:
+    """What ties a saved map to the FAISS index and the SQL rows it was saved with: the index's size
+    and byte count, how many SQL rows had vector ids, and a few vectors of the index by id. A load
+    compares them with what it opened, so files of two different saves are never served together."""
+
+    ntotal: int
+    faiss_bytes: int
+    sql_vector_rows: int
+    probe_ids: List[int]
+    probe_vectors: np.ndarray
+
+    def facts(self) -> Dict:
+        return {
+            "ntotal": self.ntotal,
+            "faiss_bytes": self.faiss_bytes,
+            "sql_vector_rows": self.sql_vector_rows,
+            "probe_ids": [int(i) for i in self.probe_ids],
+        }
 
 
 class SentenceMap:
@@ -43,6 +65,7 @@ class SentenceMap:
         self.passages = passages  # append-only: keys held by earlier hits stay valid
         self.keys = keys  # passage id -> key of its current version
         self.ntotal = ntotal  # the FAISS index size this map describes
+        self.fingerprint: Optional[Fingerprint] = None  # set on a map loaded from a save that recorded one
 
     @classmethod
     def empty(cls) -> "SentenceMap":
@@ -105,43 +128,68 @@ class SentenceMap:
             self.passages[self.vector_passage[vector_id]].passage_id, int(self.vector_sentence[vector_id])
         )
 
-    def save(self, path: Union[str, Path]) -> None:
-        """One ``.npz``: the two arrays, and the passage table as a few flat arrays (no pickle)."""
+    def save(self, path: Union[str, Path], fingerprint: Optional["Fingerprint"] = None) -> None:
+        """One ``.npz``: the two arrays, the passage table as flat arrays (ids as UTF-8 bytes with
+        offsets, so any id round-trips; no pickle) and, when given, the fingerprint of the FAISS
+        index and SQL state it was saved with. Written atomically (temporary file, fsync, rename)."""
+        from haystack_dcsr.atomic_files import atomic_write
+
         current = np.zeros(len(self.passages), dtype=bool)
         current[list(self.keys.values())] = True
-        ids = "\n".join(ref.passage_id for ref in self.passages).encode("utf-8")
+        encoded = [ref.passage_id.encode("utf-8") for ref in self.passages]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(e) for e in encoded])
         versions = np.array([ref.version for ref in self.passages], dtype="S16")
         counts = np.array([ref.count for ref in self.passages], dtype=np.int32)
-        meta = json.dumps({"format": MAP_FORMAT, "ntotal": self.ntotal}).encode("utf-8")
-        temporary = f"{path}.tmp.npz"
-        np.savez(
-            temporary,
-            vector_passage=self.vector_passage,
-            vector_sentence=self.vector_sentence,
-            ids=np.frombuffer(ids, dtype=np.uint8),
-            versions=versions,
-            counts=counts,
-            current=current,
-            meta=np.frombuffer(meta, dtype=np.uint8),
+        meta = {"format": MAP_FORMAT, "ntotal": self.ntotal}
+        arrays = {}
+        if fingerprint is not None:
+            meta["fingerprint"] = fingerprint.facts()
+            arrays["probe_vectors"] = fingerprint.probe_vectors
+        atomic_write(
+            path,
+            lambda out: np.savez(
+                out,
+                vector_passage=self.vector_passage,
+                vector_sentence=self.vector_sentence,
+                ids=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+                id_offsets=offsets,
+                versions=versions,
+                counts=counts,
+                current=current,
+                meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+                **arrays,
+            ),
         )
-        os.replace(temporary, path)  # never a half-written map under the real name
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SentenceMap":
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(data["meta"].tobytes().decode("utf-8"))
-            if meta.get("format") != MAP_FORMAT:
-                raise ValueError(f"{path}: not a DCSR vector map of format {MAP_FORMAT}")
-            raw_ids = data["ids"].tobytes().decode("utf-8")
-            ids = raw_ids.split("\n") if raw_ids or len(data["counts"]) else []
-            passages = [
-                PassageRef(pid, int(count), version.decode("ascii"))
-                for pid, count, version in zip(ids, data["counts"], data["versions"])
-            ]
-            keys = {passages[key].passage_id: int(key) for key in np.flatnonzero(data["current"])}
-            return cls(
-                data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys, int(meta["ntotal"])
-            )
+        """A saved map (``fingerprint`` set when it was saved with one); raises ``ValueError`` for a
+        file that is cut short or not a map."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(data["meta"].tobytes().decode("utf-8"))
+                if meta.get("format") not in (1, MAP_FORMAT):
+                    raise ValueError(f"{path}: not a DCSR vector map of format 1 or {MAP_FORMAT}")
+                raw = data["ids"].tobytes()
+                if "id_offsets" in data:
+                    offsets = data["id_offsets"]
+                    ids = [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1], offsets[1:])]
+                else:  # format 1: ids joined by newlines
+                    ids = raw.decode("utf-8").split("\n") if raw or len(data["counts"]) else []
+                passages = [
+                    PassageRef(pid, int(count), version.decode("ascii"))
+                    for pid, count, version in zip(ids, data["counts"], data["versions"])
+                ]
+                keys = {passages[key].passage_id: int(key) for key in np.flatnonzero(data["current"])}
+                loaded = cls(
+                    data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys, int(meta["ntotal"])
+                )
+                if "fingerprint" in meta:
+                    loaded.fingerprint = Fingerprint(**meta["fingerprint"], probe_vectors=data["probe_vectors"].copy())
+                return loaded
+        except (zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{path}: not a readable DCSR vector map ({type(error).__name__}: {error})") from None
 
     def probe_ids(self, count: int = 4) -> List[int]:
         """A few mapped vector ids spread over the index (first, last and between), to check

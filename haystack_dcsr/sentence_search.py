@@ -26,7 +26,7 @@ from haystack.schema import Document
 
 from haystack_dcsr.filters import FilterError, check_filters
 from haystack_dcsr.sentence_docs import assemble_passage
-from haystack_dcsr.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync
+from haystack_dcsr.sentence_map import SentenceMap, check_in_sync
 from haystack_dcsr.sentence_units import (
     PassageRef,
     current_sentences,
@@ -34,7 +34,7 @@ from haystack_dcsr.sentence_units import (
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, vector_ids_matching, vector_rows
+from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, store_lock, vector_ids_matching, vector_rows
 from haystack_dcsr.vector_search import keeps_ids, search, search_selected
 
 logger = logging.getLogger(__name__)
@@ -180,24 +180,38 @@ class FaissSentenceSearch(SentenceSearch):
             return snapshot
 
     def _saved_map(self, ntotal: int) -> Optional[SentenceMap]:
-        """The map saved beside the index this store was loaded from, if it describes this index
-        (not more vectors than the index holds, and its probe rows still hold those sentences)."""
+        """The map saved beside the index this store was loaded from, if it describes this index and
+        these SQL rows. A map saved with a fingerprint (``saved_store``) that matches only one of the
+        two is refused: the index and the database then come from different saves."""
+        from haystack_dcsr.saved_store import check_fingerprint
+
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
             return None
         try:
             saved = SentenceMap.load(path)
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError) as error:
             logger.warning("Ignoring the vector map %s (%s): reading the index from SQL instead", path, error)
             return None
-        if saved.ntotal > ntotal or not self._probe(saved):
+        sql_matches = saved.ntotal <= ntotal and self._probe(saved)
+        if saved.fingerprint is not None:
+            usable = check_fingerprint(self.document_store, self.index, saved, sql_matches, path)
+        else:
+            usable = sql_matches
+        if not usable:
             logger.warning("The vector map %s does not describe this index: reading the index from SQL instead", path)
             return None
         logger.info("Loaded the vector map %s (%d vectors)", path, saved.ntotal)
         return saved
 
     def save_map(self, path) -> None:
-        self.current_map().save(path)
+        """The current map with its fingerprint (of the index as it is in memory now)."""
+        from haystack_dcsr.saved_store import fingerprint_of
+
+        with store_lock(self.document_store):
+            snapshot = self.current_map()
+            fingerprint = fingerprint_of(self.document_store, self.index, snapshot)
+        snapshot.save(path, fingerprint)
 
     def _fresh(self, snapshot: SentenceMap) -> bool:
         faiss_index = self.faiss_index
@@ -317,9 +331,11 @@ class StoreSentenceSearch(SentenceSearch):
 
 def saved_map_path(document_store) -> Optional[Path]:
     """Where the vector map of a store loaded from ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
+    from haystack_dcsr.saved_store import map_path
+
     params = getattr(document_store, "_component_config", {}).get("params", {})
     index_path = params.get("faiss_index_path")
-    return None if index_path is None else Path(f"{index_path}{MAP_SUFFIX}")
+    return None if index_path is None else map_path(index_path)
 
 
 def _no_hits() -> Hits:

@@ -35,10 +35,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")
-    from haystack_dcsr.pipelines import read_pipeline_yaml
-
-    read_pipeline_yaml(args.pipeline)  # size and alias limits before Haystack's own loader reads it
-    os.environ["PIPELINE_YAML_PATH"] = os.path.abspath(args.pipeline)
+    os.environ["PIPELINE_YAML_PATH"] = resolved_yaml(args.pipeline)
     os.environ["QUERY_PIPELINE_NAME"] = args.query_pipeline
     os.environ["INDEXING_PIPELINE_NAME"] = args.indexing_pipeline
 
@@ -48,6 +45,27 @@ def main(argv: Optional[List[str]] = None) -> None:
     import haystack_dcsr  # noqa: F401  (registers DCSRRetriever, SentencePreprocessor, ... before the YAML is read)
 
     uvicorn.run(app, host=args.host, port=args.port, workers=1)
+
+
+def resolved_yaml(path: str) -> str:
+    """The pipeline file as the REST API must read it: checked with ``load_pipeline``'s limits, and
+    with saved stores' files named by absolute paths (saved YAML names them relative to itself,
+    which Haystack's plain loader would read against the working directory)."""
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from haystack_dcsr.pipelines import read_pipeline_yaml, resolve_saved_stores
+
+    config = read_pipeline_yaml(path)
+    resolved = resolve_saved_stores(config, Path(path).resolve().parent)
+    if resolved == config:
+        return os.path.abspath(path)
+    handle, name = tempfile.mkstemp(prefix="dcsr-serve-", suffix=".yml")
+    with os.fdopen(handle, "w") as out:
+        yaml.safe_dump(resolved, out, sort_keys=False)
+    return name
 
 
 if __name__ == "__main__":

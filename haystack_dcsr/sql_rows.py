@@ -207,3 +207,24 @@ def passage_head_ids(document_store, index: str) -> List[str]:
             .all()
         )
     return [doc_id for (doc_id,) in rows]
+
+
+def vector_row_count(document_store, index: str) -> int:
+    """How many rows of ``index`` have a vector id (one COUNT in SQL)."""
+    from haystack.document_stores.sql import DocumentORM
+    from sqlalchemy import func
+
+    with store_lock(document_store):
+        return int(
+            document_store.session.query(func.count(DocumentORM.id))
+            .filter(DocumentORM.index == index, DocumentORM.vector_id.isnot(None))
+            .scalar()
+        )
+
+
+def sqlite_connection(document_store):
+    """The raw ``sqlite3`` connection behind a store on SQLite (None on any other database)."""
+    if document_store.session.bind.dialect.name != "sqlite":
+        return None
+    fairy = document_store.session.connection().connection
+    return getattr(fairy, "driver_connection", None) or fairy.connection

@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = {
+    "atomic_files",
     "cross_encoder",
     "dcsr_model",
     "encoder",

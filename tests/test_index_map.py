@@ -10,6 +10,7 @@ from test_store_consistency import TEXTS, everything, make_store, ranked, write
 
 import haystack_dcsr.sentence_search as sentence_search
 from haystack_dcsr import DCSRRetriever
+from haystack_dcsr.sentence_map import IndexOutOfSyncError
 
 
 def make_retriever(tiny_bert, store):
@@ -69,8 +70,8 @@ def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, 
     retriever = make_retriever(tiny_bert, first)
     write(first, corpus)
     first.update_embeddings(retriever)
-    renamed = [Document(d.content, id=f"v2-{d.id}", meta=d.meta) for d in corpus]
-    write(other, renamed)  # as many vectors, other sentences behind each vector id
+    renamed = [Document(d.content.replace(".", "!"), id=f"v2-{d.id}", meta=d.meta) for d in corpus]
+    write(other, renamed)  # as many vectors, other sentences (and vectors) behind each vector id
     other.update_embeddings(make_retriever(tiny_bert, other))
     other.save(str(tmp_path / "other.faiss"))
     first.save(str(tmp_path / "first.faiss"))
@@ -83,6 +84,24 @@ def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, 
     assert set(everything(reader, loaded)) == {d.id for d in renamed}
     assert None in scans and "does not describe this index" in caplog.text
     assert ranked(reader, loaded, "Fleming") == ranked(make_retriever(tiny_bert, other), other, "Fleming")
+
+
+def test_a_map_whose_vectors_match_but_whose_database_does_not_is_refused(tmp_path, tiny_bert, corpus):
+    """The same vectors under other sentence ids: index and map are one save, the database another;
+    a rebuild from that database could pair vectors with the wrong sentences, so nothing is served."""
+    first, other = make_store("faiss-flat", tmp_path, "first"), make_store("faiss-flat", tmp_path, "other")
+    retriever = make_retriever(tiny_bert, first)
+    write(first, corpus)
+    first.update_embeddings(retriever)
+    write(other, [Document(d.content, id=f"v2-{d.id}", meta=d.meta) for d in corpus])
+    other.update_embeddings(make_retriever(tiny_bert, other))
+    other.save(str(tmp_path / "other.faiss"))
+    first.save(str(tmp_path / "first.faiss"))
+    retriever.save_index_map(tmp_path / "first.faiss")
+    (tmp_path / "first.faiss.dcsr-map.npz").rename(tmp_path / "other.faiss.dcsr-map.npz")
+    loaded = FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+    with pytest.raises(IndexOutOfSyncError, match="The SQL database .* is not the one saved with the FAISS index"):
+        make_retriever(tiny_bert, loaded).retrieve("Fleming")
 
 
 class Interrupt(Exception):

@@ -1,0 +1,234 @@
+"""A ``FAISSDocumentStore`` saved as one consistent set, and refused when the set is not one.
+
+A FAISS store lives in three places: the FAISS index (vectors by position), the SQL database
+(documents and each one's vector id) and DCSR's vector map (vector id -> passage, sentence).
+Haystack's ``store.save`` rewrites the index file in place (a kill or a full disk leaves it cut
+short) and nothing ties the three together, so an older index file beside a newer database loads
+without a word and answers wrongly. ``save_faiss_store`` therefore:
+
+- writes every file atomically (``atomic_files``): a failed save leaves the previous file whole;
+- copies a SQLite database into the set (SQLite's online backup, so the copy is consistent even
+  while the store is open, in-memory databases included): the saved folder is self-contained and
+  loads from any working directory or machine; a server database (PostgreSQL) is referenced;
+- records a ``Fingerprint`` in the map (index size and bytes, SQL rows with vectors, a few vectors
+  by id), which ``check_fingerprint`` compares with what a load opened.
+
+``save_pipeline`` builds on this with a generation folder per save and the YAML written last, so a
+crash at any point leaves the previous pipeline loadable.
+"""
+
+import errno
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from haystack_dcsr.atomic_files import atomic_write_bytes, atomic_write_text, fsync_folder, temporary_name
+from haystack_dcsr.sentence_map import MAP_SUFFIX, Fingerprint, IndexOutOfSyncError, SentenceMap
+from haystack_dcsr.sql_rows import sqlite_connection, store_lock, vector_row_count
+
+logger = logging.getLogger(__name__)
+
+PROBES = 8
+_NOT_SAVED = ("faiss_index", "faiss_index_path", "faiss_config_path")  # the objects and paths of this load
+PathLike = Union[str, Path]
+
+
+def map_path(index_path: PathLike) -> Path:
+    """Where the vector map of ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
+    return Path(f"{index_path}{MAP_SUFFIX}")
+
+
+def config_path(index_path: PathLike) -> Path:
+    """Where Haystack keeps the store's creation parameters: ``index.json`` beside ``index.faiss``."""
+    return Path(index_path).with_suffix(".json")
+
+
+def save_faiss_store(
+    document_store, index_path: PathLike, index: Optional[str] = None, search=None, copy_database: bool = True
+) -> Path:
+    """Save the store's FAISS index, its config, DCSR's vector map with the fingerprint and (SQLite,
+    unless ``copy_database`` is False) a copy of the database, each file atomically; returns
+    ``index_path``. Load it with ``FAISSDocumentStore.load(index_path)`` or through
+    ``load_pipeline``; ``search`` is the retriever's ``FaissSentenceSearch`` when one has the map
+    already (else the map is built from SQL here)."""
+    import faiss
+
+    from haystack_dcsr.sentence_search import FaissSentenceSearch
+
+    index_path = Path(index_path)
+    index = index or document_store.index
+    if index not in document_store.faiss_indexes:
+        raise ValueError(f"Index {index!r} does not exist in the FAISSDocumentStore: nothing to save")
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    search = search or FaissSentenceSearch(document_store, index)
+    with store_lock(document_store):  # one consistent state: no write of this process in between
+        sentence_map = search.current_map()
+        faiss_index = document_store.faiss_indexes[index]
+        data = faiss.serialize_index(faiss_index)
+        fingerprint = fingerprint_of(document_store, index, sentence_map, faiss_bytes=len(data))
+        params = document_store._component_config["params"]
+        config = {key: value for key, value in params.items() if key not in _NOT_SAVED}
+        database = sqlite_connection(document_store) if copy_database else None
+        if database is not None:
+            database_path = index_path.with_suffix(".db")
+            copy_sqlite(database, database_path)
+            config["sql_url"] = f"sqlite:///{database_path.name}"  # relative to the config file: see open_params
+        else:
+            config["sql_url"] = absolute_sql_url(config.get("sql_url", ""), Path.cwd())
+    atomic_write_bytes(index_path, memoryview(data))
+    atomic_write_text(config_path(index_path), json.dumps(config, default=str))
+    sentence_map.save(map_path(index_path), fingerprint)  # last: the map seals the set
+    return index_path
+
+
+def fingerprint_of(document_store, index: str, sentence_map: SentenceMap, faiss_bytes: int = 0) -> Fingerprint:
+    faiss_index = document_store.faiss_indexes[index]
+    probes = sentence_map.probe_ids(PROBES)
+    return Fingerprint(
+        ntotal=int(faiss_index.ntotal),
+        faiss_bytes=faiss_bytes,
+        sql_vector_rows=vector_row_count(document_store, index),
+        probe_ids=probes,
+        probe_vectors=vectors_at(faiss_index, probes),
+    )
+
+
+def vectors_at(faiss_index, vector_ids) -> np.ndarray:
+    """The stored (decoded) vectors of ``vector_ids``; an empty array where the index type cannot
+    give them back."""
+    import faiss
+
+    if not len(vector_ids):
+        return np.zeros((0, faiss_index.d), dtype=np.float32)
+    try:
+        return np.stack([faiss_index.reconstruct(int(i)) for i in vector_ids]).astype(np.float32)
+    except RuntimeError:
+        try:  # IVF indexes give vectors back once they keep a direct map
+            faiss.extract_index_ivf(faiss_index).make_direct_map()
+            return np.stack([faiss_index.reconstruct(int(i)) for i in vector_ids]).astype(np.float32)
+        except RuntimeError:
+            return np.zeros((0, faiss_index.d), dtype=np.float32)
+
+
+def check_fingerprint(document_store, index: str, saved: SentenceMap, sql_matches: bool, path: Path) -> bool:
+    """Is ``saved`` (a map with a fingerprint) usable with the index and the SQL rows this store
+    opened? True: use it. False: the map belongs to neither (ignore it, read SQL). Raises
+    ``IndexOutOfSyncError`` when the map matches one side and not the other: then the FAISS index and
+    the database come from different saves, and no answer would be right."""
+    fingerprint = saved.fingerprint
+    faiss_index = document_store.faiss_indexes[index]
+    same_vectors = faiss_index.ntotal >= fingerprint.ntotal and (
+        len(fingerprint.probe_vectors) == 0
+        or np.array_equal(vectors_at(faiss_index, fingerprint.probe_ids), fingerprint.probe_vectors)
+    )
+    if faiss_index.ntotal == fingerprint.ntotal:  # vectors added since the load: SQL has grown with them
+        sql_matches = sql_matches and vector_row_count(document_store, index) == fingerprint.sql_vector_rows
+    if same_vectors and sql_matches:
+        return True
+    if not same_vectors and not sql_matches:
+        return False
+    index_file = getattr(document_store, "_component_config", {}).get("params", {}).get("faiss_index_path")
+    if same_vectors:
+        raise IndexOutOfSyncError(
+            f"The SQL database of FAISSDocumentStore index {index!r} is not the one saved with the FAISS index "
+            f"{index_file} and its vector map {path}: SQL has {vector_row_count(document_store, index)} rows with "
+            f"vectors, the save had {fingerprint.sql_vector_rows}, or they name other sentences. Nothing was "
+            "returned. Open the database saved with this index (save_faiss_store / save_pipeline keep a copy "
+            "beside it), or rebuild the vectors with store.update_embeddings(retriever)."
+        )
+    raise IndexOutOfSyncError(
+        f"The FAISS index {index_file} of index {index!r} holds other vectors than the ones saved with its vector "
+        f"map {path} and this database: the index file comes from another save. Nothing was returned. Restore the "
+        "index file saved with them, or rebuild the vectors with store.update_embeddings(retriever)."
+    )
+
+
+def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:
+    """A consistent copy of an open SQLite database (SQLite's online backup), written atomically."""
+    temporary = temporary_name(path)
+    try:
+        target = sqlite3.connect(str(temporary))
+        try:
+            connection.backup(target)
+        except sqlite3.Error as error:  # SQLite reports a full disk as "disk I/O error"
+            raise OSError(errno.EIO, f"could not copy the SQLite database to {path} ({error}): is the disk full?")
+        finally:
+            target.close()
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_folder(path.parent)
+
+
+def absolute_sql_url(sql_url: str, base: Path) -> str:
+    """A SQLite URL with a relative file made absolute against ``base``; other URLs as they are."""
+    prefix = "sqlite:///"
+    if not sql_url.startswith(prefix):
+        return sql_url
+    location = sql_url[len(prefix) :]
+    if not location or location == ":memory:" or location.startswith("/"):
+        return sql_url
+    return prefix + str((base / location).resolve())
+
+
+def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, Any]:
+    """``FAISSDocumentStore`` parameters that open a saved store from anywhere: the index path made
+    absolute (against ``base``, e.g. the YAML's folder) and, when its config names a database by a
+    relative SQLite path (a copy saved beside it), a config with that path made absolute. Checks the
+    files first, so a missing or cut-short file is an error that says what to do, not FAISS's."""
+    base = base or Path.cwd()
+    index_path = Path(index_path)
+    index_path = index_path if index_path.is_absolute() else (base / index_path).resolve()
+    config_file = config_path(index_path)
+    for needed in (index_path, config_file):
+        if not needed.is_file():
+            raise FileNotFoundError(
+                f"{needed} is missing: the saved FAISS store is incomplete. Save it again (save_pipeline or "
+                "save_faiss_store), or point faiss_index_path at a complete save."
+            )
+    check_index_file(index_path)
+    config = json.loads(config_file.read_text())
+    resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
+    if resolved == config.get("sql_url"):
+        return {"faiss_index_path": str(index_path)}
+    config["sql_url"] = resolved
+    handle, name = tempfile.mkstemp(prefix="dcsr-store-", suffix=".json")
+    with os.fdopen(handle, "w") as out:
+        json.dump(config, out)
+    return {"faiss_index_path": str(index_path), "faiss_config_path": name}
+
+
+def check_index_file(index_path: Path) -> None:
+    """Refuse an index file whose size is not the one its map recorded (a save cut short)."""
+    path = map_path(index_path)
+    if not path.is_file():
+        return
+    try:
+        saved = SentenceMap.load(path)
+    except ValueError:
+        return  # the retriever ignores an unreadable map (and says so)
+    expected = saved.fingerprint.faiss_bytes if saved.fingerprint else 0
+    size = index_path.stat().st_size
+    if expected and size != expected:
+        raise IndexOutOfSyncError(
+            f"{index_path} holds {size} bytes but was saved with {expected}: the file was cut short or replaced "
+            "(an interrupted save by another tool, e.g. store.save). Restore it from the save it belongs to, or "
+            "rebuild the vectors with store.update_embeddings(retriever) and save again with save_pipeline."
+        )
+
+
+def load_faiss_store(index_path: PathLike):
+    """``FAISSDocumentStore.load`` for a set written by ``save_faiss_store``: opens the saved database
+    copy from any working directory, and a missing or cut-short file is an error that says what to do."""
+    from haystack.document_stores import FAISSDocumentStore
+
+    return FAISSDocumentStore(**open_params(index_path))

@@ -1,0 +1,173 @@
+"""Saves that survive a kill and a full disk, loads from anywhere, and no stale index served.
+
+A child process saves a pipeline over and over and is killed (SIGKILL) at random points; a child
+whose file-size limit is below the index size fails mid-save. Either way the previous save loads
+from another working directory and answers exactly as before. Files of two different saves are
+refused with an error that says which file and what to do.
+"""
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from haystack import Pipeline
+from haystack.document_stores import FAISSDocumentStore
+from haystack.errors import PipelineConfigError
+from haystack.schema import Document
+from test_store_consistency import make_store, write
+
+from haystack_dcsr import DCSRRetriever, load_faiss_store, load_pipeline, save_faiss_store, save_pipeline
+from haystack_dcsr.sentence_map import IndexOutOfSyncError
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "What is the largest planet?"]
+
+
+def answers(pipeline_or_retriever):
+    if isinstance(pipeline_or_retriever, Pipeline):
+        run = pipeline_or_retriever.run_batch(queries=QUESTIONS, params={"Retriever": {"top_k": 5}})
+        results = run["documents"]
+    else:
+        results = pipeline_or_retriever.retrieve_batch(QUESTIONS, top_k=5)
+    return [[(doc.id, round(doc.score, 5)) for doc in docs] for docs in results]
+
+
+@pytest.fixture
+def saved(tmp_path, tiny_bert, corpus):
+    """A query pipeline over a FAISS store on a SQLite file, saved once; returns (yaml, answers)."""
+    store = make_store("faiss-flat", tmp_path, "live")
+    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+    write(store, corpus)
+    store.update_embeddings(retriever)
+    pipeline = Pipeline()
+    pipeline.add_node(retriever, name="Retriever", inputs=["Query"])
+    path = save_pipeline(pipeline, tmp_path / "saved" / "query.yml")
+    return path, answers(pipeline)
+
+
+def child(script: str, tmp_path: Path, **popen):
+    code = tmp_path / "child.py"
+    code.write_text(textwrap.dedent(script))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    return subprocess.Popen([sys.executable, str(code)], env=env, cwd=tmp_path, text=True, **popen)
+
+
+def test_a_save_killed_at_random_points_leaves_the_previous_save_loadable(saved, tmp_path, monkeypatch):
+    path, expected = saved
+    script = f"""
+        import sys
+        from haystack_dcsr import load_pipeline, save_pipeline
+        pipeline = load_pipeline({str(path)!r})
+        print("SAVING", flush=True)
+        while True:
+            save_pipeline(pipeline, {str(path)!r})
+    """
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for seed in range(5):
+        process = child(script, tmp_path, stdout=subprocess.PIPE)
+        assert process.stdout.readline().strip() == "SAVING"
+        time.sleep(random.Random(seed).uniform(0.0, 1.5))
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        monkeypatch.chdir(elsewhere)  # and load from another working directory
+        assert answers(load_pipeline(path, pipeline_name="query")) == expected, f"seed {seed}"
+    generations = list((path.parent / "query.files").iterdir())
+    assert 1 <= len(generations) <= 2  # the current one, and at most the one the last kill cut short
+
+
+def test_a_full_disk_during_a_save_leaves_the_previous_save_whole(saved, tmp_path):
+    path, expected = saved
+    index_size = next((path.parent / "query.files").glob("*/Retriever*.faiss"), None) or next(
+        (path.parent / "query.files").glob("*/*.faiss")
+    )
+    limit = index_size.stat().st_size // 2
+    script = f"""
+        import resource, signal
+        from haystack_dcsr import load_pipeline, save_pipeline
+        pipeline = load_pipeline({str(path)!r})
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+        try:
+            save_pipeline(pipeline, {str(path)!r})
+        except OSError as error:
+            print("FAILED", error)
+    """
+    process = child(script, tmp_path, stdout=subprocess.PIPE)
+    out, _ = process.communicate(timeout=300)
+    assert "FAILED" in out and ("File too large" in out or "is the disk full" in out), out
+    files = [p.name for p in path.parent.rglob("*")]
+    assert not any(".tmp-" in name for name in files), files
+    assert len(list((path.parent / "query.files").iterdir())) == 1  # the failed generation was removed
+    assert answers(load_pipeline(path, pipeline_name="query")) == expected
+
+
+def test_an_older_index_file_beside_a_newer_database_and_map_is_refused(tmp_path, tiny_bert, corpus):
+    store = make_store("faiss-flat", tmp_path, "live")
+    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+    write(store, corpus)
+    store.update_embeddings(retriever)
+    save_faiss_store(store, tmp_path / "old" / "index.faiss")
+    # the same passage ids and sentence counts with other text: same SQL shape, other vectors
+    write(store, [Document(d.content.replace(".", "!"), id=d.id, meta=d.meta) for d in corpus])
+    store.update_embeddings(retriever)
+    save_faiss_store(store, tmp_path / "new" / "index.faiss")
+    right = answers(
+        DCSRRetriever(
+            document_store=load_faiss_store(tmp_path / "new" / "index.faiss"),
+            query_model=tiny_bert,
+            progress_bar=False,
+            top_n_sentences=500,
+        )
+    )
+    assert right == answers(retriever)
+    shutil.copy(tmp_path / "old" / "index.faiss", tmp_path / "new" / "index.faiss")
+    mixed = load_faiss_store(tmp_path / "new" / "index.faiss")
+    reader = DCSRRetriever(document_store=mixed, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+    with pytest.raises(IndexOutOfSyncError, match="holds other vectors than the ones saved with its vector map"):
+        reader.retrieve("Who discovered penicillin?")
+
+
+def test_a_cut_short_index_file_is_named_with_what_to_do(saved, tmp_path):
+    path, _ = saved
+    index = next((path.parent / "query.files").glob("*/*.faiss"))
+    data = index.read_bytes()
+    index.write_bytes(data[: len(data) // 2])
+    with pytest.raises(PipelineConfigError, match=r"holds \d+ bytes but was saved with \d+: the file was cut short"):
+        load_pipeline(path)
+    with pytest.raises(IndexOutOfSyncError, match="cut short"):
+        load_faiss_store(index)
+    index.unlink()
+    with pytest.raises(PipelineConfigError, match="is missing: the saved FAISS store is incomplete"):
+        load_pipeline(path)
+
+
+def test_a_cut_short_vector_map_is_ignored_with_a_warning_not_an_error_on_every_query(saved, caplog):
+    path, expected = saved
+    vector_map = next((path.parent / "query.files").glob("*/*.dcsr-map.npz"))
+    data = vector_map.read_bytes()
+    vector_map.write_bytes(data[: len(data) // 3])
+    pipeline = load_pipeline(path, pipeline_name="query")
+    assert answers(pipeline) == expected
+    assert "Ignoring the vector map" in caplog.text
+
+
+def test_an_in_memory_database_is_saved_with_the_index_and_loads_elsewhere(tmp_path, tiny_bert, corpus, monkeypatch):
+    store = FAISSDocumentStore(sql_url="sqlite://", embedding_dim=32, progress_bar=False)
+    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+    write(store, corpus)
+    store.update_embeddings(retriever)
+    expected = answers(retriever)
+    save_faiss_store(store, tmp_path / "saved" / "index.faiss")
+    monkeypatch.chdir(tmp_path / "saved")
+    loaded = load_faiss_store("index.faiss")
+    assert loaded.get_document_count() == store.get_document_count() == 15
+    again = DCSRRetriever(document_store=loaded, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
+    assert answers(again) == expected
