@@ -30,15 +30,42 @@ def delete_passages(document_store: BaseDocumentStore, passage_ids: List[str], i
             for doc in document_store.get_all_documents_generator(index=index, return_embedding=False)
             if _passage_of(doc.id) in wanted
         ]
+    delete_sentences(document_store, ids, index)
+    return len(ids)
+
+
+def delete_sentences(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> None:
+    """Delete sentence Documents by id; on a FAISS index the remaining vector ids are shifted with
+    the vectors (see the module docstring)."""
     if not ids:
-        return 0
+        return
     from haystack.document_stores import FAISSDocumentStore
 
+    index = index or document_store.index
     if isinstance(document_store, FAISSDocumentStore) and index in document_store.faiss_indexes:
         _delete_from_faiss(document_store, index, ids)
     else:
         document_store.delete_documents(index=index, ids=ids)
-    return len(ids)
+
+
+def removes_vectors(document_store: BaseDocumentStore, index: Optional[str] = None) -> bool:
+    """Can this store delete a sentence that has a vector? (Not a FAISS HNSW index.)"""
+    import faiss
+    from haystack.document_stores import FAISSDocumentStore
+
+    faiss_index = getattr(document_store, "faiss_indexes", {}).get(index or document_store.index)
+    if not isinstance(document_store, FAISSDocumentStore) or faiss_index is None:
+        return True
+    return not isinstance(faiss.downcast_index(faiss_index), faiss.IndexHNSW)
+
+
+def delete_rows_only(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> None:
+    """Delete SQL rows and leave the FAISS index alone: only right just before the index is reset."""
+    from haystack.document_stores.sql import SQLDocumentStore
+
+    if ids:
+        with store_lock(document_store):
+            SQLDocumentStore.delete_documents(document_store, index=index or document_store.index, ids=ids)
 
 
 def _delete_from_faiss(document_store, index: str, ids: List[str]) -> None:

@@ -20,6 +20,7 @@ from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.parameters import check_parameters
 from haystack_dcsr.passage_deletion import delete_passages
+from haystack_dcsr.passage_writes import keep_passages_whole
 from haystack_dcsr.query_encoder import QueryEncoder
 from haystack_dcsr.sentence_search import Hits, SentenceSearch, sentence_search_for
 from haystack_dcsr.sentence_units import (
@@ -32,6 +33,7 @@ from haystack_dcsr.sentence_units import (
     position,
 )
 from haystack_dcsr.sql_rows import fetch_documents
+from haystack_dcsr.store_guard import guard, writes_paused
 from haystack_dcsr.vector_search import SEARCH_PARAMETERS
 
 logger = logging.getLogger(__name__)
@@ -158,6 +160,7 @@ class DCSRRetriever(DenseRetriever):
         self._searches_lock = threading.Lock()
         if document_store is not None:
             check_store_dimension(document_store, self.embedding_dim)
+            attach(document_store)
 
     # ---- encoding -------------------------------------------------------------------------------
 
@@ -202,11 +205,12 @@ class DCSRRetriever(DenseRetriever):
             return self.passage_encoder.encode([[documents[0].content]])
         passages = self._current_passages(groups)
         encodable = [pid for pid, sentences in passages.items() if sentences is not None]
-        vectors = self.passage_encoder.encode(
-            [[doc.content for doc in passages[pid]] for pid in encodable],
-            batch_size=self.batch_size,
-            progress_bar=self.progress_bar and len(documents) > 1000,
-        )
+        with writes_paused():  # queries may run while this batch is encoded (store_guard)
+            vectors = self.passage_encoder.encode(
+                [[doc.content for doc in passages[pid]] for pid in encodable],
+                batch_size=self.batch_size,
+                progress_bar=self.progress_bar and len(documents) > 1000,
+            )
         row_of: Dict[str, int] = {}
         for pid in encodable:
             for doc in passages[pid]:
@@ -307,12 +311,14 @@ class DCSRRetriever(DenseRetriever):
         for query_filters in per_query_filters:
             check_filters(query_filters)  # an unknown operator is an error on every store, never ignored
         search = self._search_for(store, index)
+        store_guard = guard(store)
         results: List[List[Document]] = []
         step = batch_size or max(self.batch_size, 256)
         batches = range(0, len(queries), step)
         for start in tqdm(batches, disable=not self.progress_bar or len(batches) < 2, desc="Querying", unit=" batches"):
             vectors = self.embed_queries(queries[start : start + step])
-            results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
+            with store_guard.reading():  # never in the middle of a write call (store_guard)
+                results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
         return results
 
     def _search_and_rank(
@@ -395,6 +401,7 @@ class DCSRRetriever(DenseRetriever):
 
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
         key = (id(store), index or store.index)
+        attach(store)
         with self._searches_lock:
             if key not in self._searches:
                 self._searches[key] = sentence_search_for(store, index, self.passage_cache_size, self.search_params)
@@ -493,10 +500,11 @@ class DCSRRetriever(DenseRetriever):
         if store is None:
             raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to delete_passages()")
         search = self._search_for(store, index)
-        if hasattr(search, "current_map"):
-            search.current_map()  # refuse an index that is already out of sync, before deleting anything
-        deleted = delete_passages(store, passage_ids, index)
-        self.refresh()
+        with guard(store).writing():
+            if hasattr(search, "current_map"):
+                search.current_map()  # refuse an index that is already out of sync, before deleting anything
+            deleted = delete_passages(store, passage_ids, index)
+            self.refresh()
         return deleted
 
     # ---- persistence ----------------------------------------------------------------------------
@@ -531,6 +539,13 @@ class DCSRRetriever(DenseRetriever):
             passage_model=str(load_dir / "passage_encoder"),
             **config,
         )
+
+
+def attach(document_store: BaseDocumentStore) -> None:
+    """What a store gains by serving a DCSRRetriever: its writes wait for queries and the reverse
+    (``store_guard``), and a re-written passage leaves no sentences of its old version behind
+    (``passage_writes``)."""
+    keep_passages_whole(document_store, guard(document_store))
 
 
 class _MapOutOfDate(Exception):

@@ -26,22 +26,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-import numpy as np
-
 from haystack_dcsr.atomic_files import atomic_write_bytes, atomic_write_text, fsync_folder, temporary_name
-from haystack_dcsr.sentence_map import MAP_SUFFIX, Fingerprint, IndexOutOfSyncError, SentenceMap
-from haystack_dcsr.sql_rows import sqlite_connection, store_lock, vector_row_count
+from haystack_dcsr.index_fingerprint import fingerprint_of
+from haystack_dcsr.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
+from haystack_dcsr.sql_rows import sqlite_connection, store_lock
+from haystack_dcsr.store_guard import guard
 
 logger = logging.getLogger(__name__)
 
-PROBES = 8
 _NOT_SAVED = ("faiss_index", "faiss_index_path", "faiss_config_path")  # the objects and paths of this load
 PathLike = Union[str, Path]
-
-
-def map_path(index_path: PathLike) -> Path:
-    """Where the vector map of ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
-    return Path(f"{index_path}{MAP_SUFFIX}")
 
 
 def config_path(index_path: PathLike) -> Path:
@@ -67,7 +61,7 @@ def save_faiss_store(
         raise ValueError(f"Index {index!r} does not exist in the FAISSDocumentStore: nothing to save")
     index_path.parent.mkdir(parents=True, exist_ok=True)
     search = search or FaissSentenceSearch(document_store, index)
-    with store_lock(document_store):  # one consistent state: no write of this process in between
+    with guard(document_store).reading(), store_lock(document_store):  # one state: no write in between
         sentence_map = search.current_map()
         faiss_index = document_store.faiss_indexes[index]
         data = faiss.serialize_index(faiss_index)
@@ -85,68 +79,6 @@ def save_faiss_store(
     atomic_write_text(config_path(index_path), json.dumps(config, default=str))
     sentence_map.save(map_path(index_path), fingerprint)  # last: the map seals the set
     return index_path
-
-
-def fingerprint_of(document_store, index: str, sentence_map: SentenceMap, faiss_bytes: int = 0) -> Fingerprint:
-    faiss_index = document_store.faiss_indexes[index]
-    probes = sentence_map.probe_ids(PROBES)
-    return Fingerprint(
-        ntotal=int(faiss_index.ntotal),
-        faiss_bytes=faiss_bytes,
-        sql_vector_rows=vector_row_count(document_store, index),
-        probe_ids=probes,
-        probe_vectors=vectors_at(faiss_index, probes),
-    )
-
-
-def vectors_at(faiss_index, vector_ids) -> np.ndarray:
-    """The stored (decoded) vectors of ``vector_ids``; an empty array where the index type cannot
-    give them back."""
-    import faiss
-
-    if not len(vector_ids):
-        return np.zeros((0, faiss_index.d), dtype=np.float32)
-    try:
-        return np.stack([faiss_index.reconstruct(int(i)) for i in vector_ids]).astype(np.float32)
-    except RuntimeError:
-        try:  # IVF indexes give vectors back once they keep a direct map
-            faiss.extract_index_ivf(faiss_index).make_direct_map()
-            return np.stack([faiss_index.reconstruct(int(i)) for i in vector_ids]).astype(np.float32)
-        except RuntimeError:
-            return np.zeros((0, faiss_index.d), dtype=np.float32)
-
-
-def check_fingerprint(document_store, index: str, saved: SentenceMap, sql_matches: bool, path: Path) -> bool:
-    """Is ``saved`` (a map with a fingerprint) usable with the index and the SQL rows this store
-    opened? True: use it. False: the map belongs to neither (ignore it, read SQL). Raises
-    ``IndexOutOfSyncError`` when the map matches one side and not the other: then the FAISS index and
-    the database come from different saves, and no answer would be right."""
-    fingerprint = saved.fingerprint
-    faiss_index = document_store.faiss_indexes[index]
-    same_vectors = faiss_index.ntotal >= fingerprint.ntotal and (
-        len(fingerprint.probe_vectors) == 0
-        or np.array_equal(vectors_at(faiss_index, fingerprint.probe_ids), fingerprint.probe_vectors)
-    )
-    if faiss_index.ntotal == fingerprint.ntotal:  # vectors added since the load: SQL has grown with them
-        sql_matches = sql_matches and vector_row_count(document_store, index) == fingerprint.sql_vector_rows
-    if same_vectors and sql_matches:
-        return True
-    if not same_vectors and not sql_matches:
-        return False
-    index_file = getattr(document_store, "_component_config", {}).get("params", {}).get("faiss_index_path")
-    if same_vectors:
-        raise IndexOutOfSyncError(
-            f"The SQL database of FAISSDocumentStore index {index!r} is not the one saved with the FAISS index "
-            f"{index_file} and its vector map {path}: SQL has {vector_row_count(document_store, index)} rows with "
-            f"vectors, the save had {fingerprint.sql_vector_rows}, or they name other sentences. Nothing was "
-            "returned. Open the database saved with this index (save_faiss_store / save_pipeline keep a copy "
-            "beside it), or rebuild the vectors with store.update_embeddings(retriever)."
-        )
-    raise IndexOutOfSyncError(
-        f"The FAISS index {index_file} of index {index!r} holds other vectors than the ones saved with its vector "
-        f"map {path} and this database: the index file comes from another save. Nothing was returned. Restore the "
-        "index file saved with them, or rebuild the vectors with store.update_embeddings(retriever)."
-    )
 
 
 def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:

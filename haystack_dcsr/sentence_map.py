@@ -28,6 +28,11 @@ MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
 MAP_SUFFIX = ".dcsr-map.npz"  # beside the FAISS index file: index.faiss -> index.faiss.dcsr-map.npz
 
 
+def map_path(index_path: Union[str, Path]) -> Path:
+    """Where the vector map of ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
+    return Path(f"{index_path}{MAP_SUFFIX}")
+
+
 @dataclasses.dataclass
 class Fingerprint:
     """What ties a saved map to the FAISS index and the SQL rows it was saved with: the index's size
@@ -128,7 +133,7 @@ class SentenceMap:
             self.passages[self.vector_passage[vector_id]].passage_id, int(self.vector_sentence[vector_id])
         )
 
-    def save(self, path: Union[str, Path], fingerprint: Optional["Fingerprint"] = None) -> None:
+    def save(self, path: Union[str, Path], fingerprint: Optional[Fingerprint] = None) -> None:
         """One ``.npz``: the two arrays, the passage table as flat arrays (ids as UTF-8 bytes with
         offsets, so any id round-trips; no pickle) and, when given, the fingerprint of the FAISS
         index and SQL state it was saved with. Written atomically (temporary file, fsync, rename)."""

@@ -26,7 +26,7 @@ from haystack.schema import Document
 
 from haystack_dcsr.filters import FilterError, check_filters
 from haystack_dcsr.sentence_docs import assemble_passage
-from haystack_dcsr.sentence_map import SentenceMap, check_in_sync
+from haystack_dcsr.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.sentence_units import (
     PassageRef,
     current_sentences,
@@ -183,7 +183,7 @@ class FaissSentenceSearch(SentenceSearch):
         """The map saved beside the index this store was loaded from, if it describes this index and
         these SQL rows. A map saved with a fingerprint (``saved_store``) that matches only one of the
         two is refused: the index and the database then come from different saves."""
-        from haystack_dcsr.saved_store import check_fingerprint
+        from haystack_dcsr.index_fingerprint import check_fingerprint
 
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
@@ -206,7 +206,7 @@ class FaissSentenceSearch(SentenceSearch):
 
     def save_map(self, path) -> None:
         """The current map with its fingerprint (of the index as it is in memory now)."""
-        from haystack_dcsr.saved_store import fingerprint_of
+        from haystack_dcsr.index_fingerprint import fingerprint_of
 
         with store_lock(self.document_store):
             snapshot = self.current_map()
@@ -331,8 +331,6 @@ class StoreSentenceSearch(SentenceSearch):
 
 def saved_map_path(document_store) -> Optional[Path]:
     """Where the vector map of a store loaded from ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
-    from haystack_dcsr.saved_store import map_path
-
     params = getattr(document_store, "_component_config", {}).get("params", {})
     index_path = params.get("faiss_index_path")
     return None if index_path is None else map_path(index_path)

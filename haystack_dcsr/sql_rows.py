@@ -51,7 +51,18 @@ def fetch_documents(
     if not ids:
         return []
     if not is_sql_store(document_store):
-        return document_store.get_documents_by_id(list(ids), index=index)
+        try:
+            return document_store.get_documents_by_id(list(ids), index=index)
+        except KeyError:  # InMemoryDocumentStore fails on a missing id: read them one by one
+            found = []
+            for doc_id in ids:
+                try:
+                    doc = document_store.get_document_by_id(doc_id, index=index)
+                except KeyError:
+                    doc = None
+                if doc is not None:
+                    found.append(doc)
+            return found
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
 
     index = index or document_store.index
@@ -228,3 +239,29 @@ def sqlite_connection(document_store):
         return None
     fairy = document_store.session.connection().connection
     return getattr(fairy, "driver_connection", None) or fairy.connection
+
+
+def stale_sentence_ids(document_store, index: str) -> List[str]:
+    """Every DCSR sentence row that is not part of its passage's current version (see
+    ``sentence_units``): one pass over the ids and positions of the index."""
+    from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
+    from sqlalchemy import and_, func
+
+    joined = and_(MetaDocumentORM.document_id == DocumentORM.id, func.coalesce(MetaDocumentORM.name, "") == META)
+    positions: Dict[str, SentencePosition] = {}
+    with store_lock(document_store):
+        rows = (
+            document_store.session.query(DocumentORM.id, MetaDocumentORM.document_index, MetaDocumentORM.value)
+            .join(MetaDocumentORM, joined)
+            .filter(DocumentORM.index == index)
+        )
+        for doc_id, meta_index, info in rows.yield_per(_SQL_BATCH):
+            where = _position(info) if meta_index == index else None
+            if where is not None:
+                positions[doc_id] = where
+    heads = {where.passage_id: where for where in positions.values() if where.index == 0}
+    return [
+        doc_id
+        for doc_id, where in positions.items()
+        if where.passage_id not in heads or not where.same_version(heads[where.passage_id])
+    ]

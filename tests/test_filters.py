@@ -28,7 +28,7 @@ MATRIX = [
 ]
 
 
-@pytest.fixture(scope="module", params=["faiss-flat", "memory", "qdrant"])
+@pytest.fixture(scope="module", params=["faiss-flat", "memory", "qdrant", "faiss-postgres"])
 def indexed(request, tmp_path_factory, tiny_bert):
     store = make_store(request.param, tmp_path_factory.mktemp("filters"))
     retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)

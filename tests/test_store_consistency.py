@@ -16,7 +16,7 @@ from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.sentence_map import IndexOutOfSyncError
 
 PRE = SentencePreprocessor(progress_bar=False)
-STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant"]
+STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "faiss-postgres"]
 TEXTS = {
     "x4": "Alpha one is here. Alpha two is here. Alpha three is here. Alpha four is here.",
     "x2": "Beta one is here. Beta two is here.",
@@ -30,10 +30,14 @@ def make_store(kind, tmp_path, name="store"):
         return InMemoryDocumentStore(embedding_dim=32, similarity="dot_product", progress_bar=False)
     if kind == "qdrant":
         return qdrant_store(tmp_path, name)
-    factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32"}[kind]
-    return FAISSDocumentStore(
-        sql_url=f"sqlite:///{tmp_path / name}.db", embedding_dim=32, faiss_index_factory_str=factory, progress_bar=False
-    )
+    if kind == "faiss-postgres":
+        from postgres import new_database_url
+
+        sql_url = new_database_url(name)
+    else:
+        sql_url = f"sqlite:///{tmp_path / name}.db"
+    factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32", "faiss-postgres": "Flat"}[kind]
+    return FAISSDocumentStore(sql_url=sql_url, embedding_dim=32, faiss_index_factory_str=factory, progress_bar=False)
 
 
 def qdrant_store(tmp_path, name, dim=32):
@@ -95,7 +99,9 @@ def test_1_overwriting_a_passage_with_fewer_sentences_keeps_every_vector(kind, t
     store.update_embeddings(retriever)
     write(store, [Document(TEXTS["x2"], id="x")], "overwrite")
     store.update_embeddings(retriever)
-    assert store.get_embedding_count() == store.get_document_count() == 9 + 4  # stale x#2, x#3 keep zero vectors
+    # the write deleted the old version's x#2, x#3: the store holds exactly the current sentences
+    assert store.get_embedding_count() == store.get_document_count() == 9 + 2
+    assert sorted(d.id for d in store.get_all_documents() if d.id.startswith("x#")) == ["x#0", "x#1"]
     found = everything(retriever, store)
     assert found == {**{d.id: d.content for d in base_corpus}, "x": TEXTS["x2"]}
     assert all(
@@ -117,7 +123,8 @@ def test_3_skip_with_a_longer_new_version_keeps_the_stored_passage(
     retriever = make_retriever(tiny_bert, store)
     write(store, base_corpus + [Document(TEXTS["x2"], id="y")])
     store.update_embeddings(retriever)
-    write(store, [Document(TEXTS["x4"], id="y")], "skip")  # adds y#2, y#3 of the skipped version
+    write(store, [Document(TEXTS["x4"], id="y")], "skip")  # y#2, y#3 of the skipped version: deleted at once
+    assert sorted(d.id for d in store.get_all_documents() if d.id.startswith("y#")) == ["y#0", "y#1"]
     store.update_embeddings(retriever, update_existing_embeddings=update_existing)
     found = everything(retriever, store)
     assert found["y"] == TEXTS["x2"] and len(found) == 4
@@ -195,11 +202,11 @@ def test_delete_passages_keeps_the_other_vectors_right_without_re_embedding(kind
     retriever = make_retriever(tiny_bert, store)
     write(store, corpus + [Document(TEXTS["x4"], id="x")])
     store.update_embeddings(retriever)
-    write(store, [Document(TEXTS["x2"], id="x")])  # leaves stale x#2, x#3
+    write(store, [Document(TEXTS["x2"], id="x")])  # deletes x#2, x#3 of the old version
     store.update_embeddings(retriever)
     before = store.get_embedding_count()
-    assert retriever.delete_passages([corpus[0].id, corpus[2].id, "x"]) == 3 + 3 + 4
-    assert store.get_document_count() == store.get_embedding_count() == before - 10
+    assert retriever.delete_passages([corpus[0].id, corpus[2].id, "x"]) == 3 + 3 + 2
+    assert store.get_document_count() == store.get_embedding_count() == before - 8
     write(fresh, [corpus[1], corpus[3], corpus[4]])
     fresh.update_embeddings(retriever)
     for query in ["largest planet", "Fleming", "Berlin Wall"]:
@@ -267,6 +274,9 @@ def check(model, store, retriever, kind):
     found = everything(retriever, store)  # every returned passage is exactly its current text
     assert all(model.text[pid] == content for pid, content in found.items()), found
     assert {pid for pid, fresh in model.fresh.items() if fresh} <= set(found)
+    # exactly the current sentences are stored: no rows of earlier versions (counts and filters agree)
+    sentences = sum(len(PRE.process([Document(text, id=pid)])["documents"]) for pid, text in model.text.items())
+    assert store.get_document_count() == sentences
     if kind != "memory":
         assert store.get_embedding_count() <= store.get_document_count()
 
