@@ -27,7 +27,12 @@ class FieldsConfig:
     @classmethod
     def from_yaml(cls, path: Optional[Union[str, Path]] = None, overrides: Optional[List[str]] = None):
         values = yaml.safe_load(Path(path).read_text()) if path else {}
-        values = values or {}
+        values = {} if values is None else values
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"{path}: a config file is a mapping of settings (name: value, one per line), "
+                f"not a {type(values).__name__}"
+            )
         for item in overrides or []:
             key, sep, raw = item.partition("=")
             if not sep:

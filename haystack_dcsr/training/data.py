@@ -118,8 +118,8 @@ def load_records(path: Union[str, Path], require_answer_in_positive: bool = True
     """
     report = LoadReport(records=[])
     shared: Dict[Tuple[str, str, Optional[str]], Passage] = {}
-    for number, raw in enumerate(_raw_records(Path(path))):
-        record = _share_passages(parse_record(raw, f"{path}: record {number}"), shared)
+    for number, (where, raw) in enumerate(_raw_records(Path(path))):
+        record = _share_passages(parse_record(raw, f"{path}: {where}"), shared)
         if (
             require_answer_in_positive
             and record.answers
@@ -231,19 +231,21 @@ def read_json(path: Union[str, Path]) -> Any:
             raise DataError(f"{path}: not valid JSON ({error})") from error
 
 
-def _raw_records(path: Path) -> Iterator[Any]:
+def _raw_records(path: Path) -> Iterator[Tuple[str, Any]]:
+    """(where, record): where names the record as an editor finds it, the file's line in JSONL (blank
+    lines count) or the item's position in a JSON list."""
     if ".jsonl" in path.suffixes:
         for line_number, line in read_lines(path):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    yield f"line {line_number}", json.loads(line)
                 except json.JSONDecodeError as error:
                     raise DataError(f"{path}: line {line_number} is not valid JSON ({error})") from error
         return
     data = read_json(path)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of records (or use .jsonl)")
-    yield from data
+    yield from ((f"record {number} of the list", raw) for number, raw in enumerate(data))
 
 
 def write_records(records: List[Record], path: Union[str, Path]) -> None:

@@ -23,6 +23,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 import torch
 import torch.distributed as dist
+import yaml
 from tqdm.auto import tqdm
 
 from haystack_dcsr.dcsr_model import DCSRSettings, ModelFiles, write_manifest
@@ -374,10 +375,12 @@ class Trainer:
 
     def train(self, resume: bool = True) -> List[Dict]:
         if resume and self.checkpoints():
+            self.check_same_run()
             self.load_checkpoint()
-        if self.dist.main:
+        elif self.dist.main:  # a fresh run: its own config and log (a run killed before a checkpoint left one)
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "config.yaml").write_text(self.config.to_yaml())
+            (self.output / "log.jsonl").unlink(missing_ok=True)
         accumulation = self.config.grad_accumulation
         bar = tqdm(
             total=self.total_steps,
@@ -562,6 +565,26 @@ class Trainer:
         legacy = self.output / "checkpoint" / "state.pt"
         return ([legacy.parent] if legacy.is_file() else []) + [path.parent for path in found]
 
+    def check_same_run(self) -> None:
+        """Refuse to resume with settings that change the run (a resumed run must continue the one its
+        checkpoint belongs to); the run's ``config.yaml`` is kept as it was."""
+        saved_file = self.output / "config.yaml"
+        if not saved_file.is_file():
+            return
+        saved = yaml.safe_load(saved_file.read_text()) or {}
+        current = yaml.safe_load(self.config.to_yaml())
+        changed = [
+            f"{name}: {saved[name]!r} -> {value!r}"
+            for name, value in current.items()
+            if name in saved and name not in RESUME_MAY_CHANGE and saved[name] != value
+        ]
+        if changed:
+            raise CheckpointError(
+                f"Cannot resume {self.output}: its run was started with other settings ({'; '.join(changed)}). "
+                f"Resume with the settings of {saved_file}, or start a new run in another output_dir (or start "
+                "over with --no-resume)."
+            )
+
     def load_checkpoint(self) -> None:
         directory = self.checkpoints()[-1]
         state_file = directory / "state.pt"
@@ -614,6 +637,10 @@ class _PassageHalf(NamedTuple):
     windows: List[Window]
     n_rows: int
     first_row: Dict[int, int]  # this rank's passages: their first row among the encoded rows
+
+
+# settings a resumed run may change: where and how often it writes, not what it computes
+RESUME_MAY_CHANGE = ("output_dir", "device", "checkpoint_every", "keep_checkpoints", "tensorboard", "log_every")
 
 
 class CheckpointError(RuntimeError):

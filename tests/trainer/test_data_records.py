@@ -46,9 +46,17 @@ def test_records_load_from_json_and_jsonl_with_meq_fields(tmp_path):
 
 def test_malformed_records_name_the_file_and_record(tmp_path):
     bad = dict(GOOD, positive_ctxs=[])
-    with pytest.raises(DataError, match=r"b.jsonl: record 1: 'positive_ctxs' must hold at least one passage"):
+    with pytest.raises(DataError, match=r"b.jsonl: line 2: 'positive_ctxs' must hold at least one passage"):
         load_records(write(tmp_path / "b.jsonl", [GOOD, bad]))
-    with pytest.raises(DataError, match=r"record 0: negative_questions\[0\]: 'question' must be a non-empty string"):
+    # blank lines count: the error names the line an editor shows
+    (tmp_path / "gaps.jsonl").write_text(
+        "\n".join([json.dumps(GOOD), "", "", json.dumps(GOOD), "", "", json.dumps(bad)])
+    )
+    with pytest.raises(DataError, match=r"gaps.jsonl: line 7: 'positive_ctxs' must hold at least one passage"):
+        load_records(tmp_path / "gaps.jsonl")
+    with pytest.raises(DataError, match=r"b.json: record 1 of the list: 'positive_ctxs'"):
+        load_records(write(tmp_path / "b.json", [GOOD, bad], False))
+    with pytest.raises(DataError, match=r"line 1: negative_questions\[0\]: 'question' must be a non-empty string"):
         load_records(write(tmp_path / "c.jsonl", [dict(GOOD, negative_questions=[{"answers": []}])]))
     (tmp_path / "d.jsonl").write_text('{"question": "x"\n')
     with pytest.raises(DataError, match="d.jsonl: line 1 is not valid JSON"):

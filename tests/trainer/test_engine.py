@@ -328,6 +328,66 @@ def test_killed_and_resumed_run_ends_with_the_same_weights_and_log(bert, tmp_pat
     assert [step for step, _ in steps(tmp_path / "b")] == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_resume_with_settings_that_change_the_run_is_refused_and_keeps_config_yaml(bert, tmp_path):
+    from haystack_dcsr.training.engine import CheckpointError
+
+    records = make_records(24)
+    Trainer(config(bert, tmp_path, max_steps=2, checkpoint_every=1), records=records).train(resume=False)
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    changed = Trainer(config(bert, tmp_path, max_steps=2, checkpoint_every=1, batch_size=4, seed=9), records=records)
+    with pytest.raises(CheckpointError, match=r"other settings \(batch_size: 8 -> 4; seed: 3 -> 9\)"):
+        changed.train(resume=True)
+    assert (tmp_path / "run" / "config.yaml").read_text() == saved
+    # where and how often it writes may change
+    same = Trainer(config(bert, tmp_path, max_steps=3, checkpoint_every=1, log_every=5), records=records)
+    with pytest.raises(CheckpointError, match=r"max_steps: 2 -> 3"):  # a longer run changes the LR schedule
+        same.train(resume=True)
+    Trainer(config(bert, tmp_path, max_steps=2, checkpoint_every=2, log_every=5), records=records).train(resume=True)
+
+
+def test_a_run_killed_before_its_first_checkpoint_logs_each_step_once(bert, tmp_path):
+    """A real child process, killed (SIGKILL) after it logged some steps and before any checkpoint;
+    the run started again logs steps 1..N once each."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = f"""
+import sys
+sys.path.insert(0, {str(root / "tests")!r})
+from conftest import make_records
+from haystack_dcsr.training.config import TrainConfig
+from haystack_dcsr.training.engine import Trainer
+config = TrainConfig(base_model={bert!r}, output_dir={str(tmp_path / "run")!r}, batch_size=8, lr=1e-3,
+                     warmup_steps=0, max_passage_len=64, max_query_len=32, checkpoint_every=0, log_every=0,
+                     seed=3, precision="fp32", max_steps=100000)
+Trainer(config, records=make_records(24)).train(resume=True)
+"""
+    child = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)})
+    log = tmp_path / "run" / "log.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and (not log.is_file() or len(log.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert len(log.read_text().splitlines()) >= 2 and not list((tmp_path / "run").glob("checkpoint-*"))
+    Trainer(config(bert, tmp_path, max_steps=3), records=make_records(24)).train(resume=True)
+    steps = [json.loads(line)["step"] for line in log.read_text().splitlines() if "loss" in json.loads(line)]
+    assert steps == [1, 2, 3]
+
+
+@pytest.mark.parametrize("text, kind", [("- lr: 1\n- seed: 2\n", "list"), ("just words\n", "str")])
+def test_a_config_file_of_the_wrong_shape_is_refused_by_name(tmp_path, text, kind):
+    from haystack_dcsr.training.config import ConfigError
+
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=f"c.yaml: a config file is a mapping of settings .* not a {kind}"):
+        TrainConfig.from_yaml(tmp_path / "c.yaml")
+
+
 def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None):
     if world > 1:
         os.environ.update(
