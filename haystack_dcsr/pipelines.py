@@ -26,6 +26,8 @@ from haystack import Pipeline
 from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
+from haystack_dcsr.preprocessor import stub_haystack_punkt
+
 
 def load_pipeline(
     path: Union[str, Path], pipeline_name: Optional[str] = None, overwrite_with_env_variables: bool = True
@@ -40,6 +42,7 @@ def load_pipeline(
     if problems:
         raise PipelineConfigError(f"{path}: " + "; ".join(problems))
     config = resolve_saved_stores(config, path.parent.resolve())
+    stub_haystack_punkt()  # Haystack's PreProcessor would try to download nltk data DCSR never uses
     try:
         return Pipeline.load_from_config(
             config, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables

@@ -77,12 +77,18 @@ class IncompletePassageError(ValueError):
     """The store does not hold every current sentence of a passage, so it cannot be rebuilt exactly."""
 
 
-def position(doc: Unit) -> SentencePosition:
+class NotASentenceError(ValueError):
+    """A document that was not split into DCSR sentences; each adapter names its own splitter."""
+
+
+def position(doc: Unit, splitter: str = "SentencePreprocessor") -> SentencePosition:
+    """Where a sentence document sits; ``splitter`` names the component that makes such documents in
+    the caller's framework (1.x: ``SentencePreprocessor``, 2.x: ``DCSRSentenceSplitter``)."""
     info = doc.meta.get(META) if doc.meta else None
     if not isinstance(info, dict):
-        raise ValueError(
+        raise NotASentenceError(
             f"Document {doc.id!r} is not a DCSR sentence Document (no {META!r} in meta): "
-            "pass passages through SentencePreprocessor before indexing them"
+            f"pass passages through {splitter} before indexing them"
         )
     return SentencePosition(**info)
 
@@ -155,10 +161,10 @@ def assemble_passage(sentences: Iterable[Unit]) -> Parts:
     return Parts(first.passage_id, content, meta)
 
 
-def group_by_passage(sentences: Iterable[Unit]) -> Dict[str, List[Unit]]:
+def group_by_passage(sentences: Iterable[Unit], splitter: str = "SentencePreprocessor") -> Dict[str, List[Unit]]:
     groups: Dict[str, List[Unit]] = {}
     for doc in sentences:
-        groups.setdefault(position(doc).passage_id, []).append(doc)
+        groups.setdefault(position(doc, splitter).passage_id, []).append(doc)
     return groups
 
 

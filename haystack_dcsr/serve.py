@@ -57,7 +57,9 @@ def resolved_yaml(path: str) -> str:
     import yaml
 
     from haystack_dcsr.pipelines import read_pipeline_yaml, resolve_saved_stores
+    from haystack_dcsr.preprocessor import stub_haystack_punkt
 
+    stub_haystack_punkt()  # the REST API builds Haystack's PreProcessor, which would try to download nltk data
     config = read_pipeline_yaml(path)
     resolved = resolve_saved_stores(config, Path(path).resolve().parent)
     if resolved == config:

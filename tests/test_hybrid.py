@@ -181,4 +181,4 @@ def test_a_faiss_pipeline_survives_the_yaml_round_trip(tmp_path, tiny_bert, corp
     save_pipeline(pipeline, tmp_path / "query.yml")
     reloaded = load_pipeline(tmp_path / "query.yml")
     assert [(d.id, round(d.score, 6)) for d in reloaded.run(query="Fleming")["documents"]] == expected
-    assert len(list(tmp_path.glob("query.files/*/DocumentStore.faiss.dcsr-map.npz"))) == 1
+    assert len(list(tmp_path.glob("query.files/*/*.faiss.dcsr-map.npz"))) == 1

@@ -53,7 +53,7 @@ class DCSRDocumentEmbedder:
 
     @component.output_types(documents=List[Document])
     def run(self, documents: List[Document]) -> Dict[str, List[Document]]:
-        groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
+        groups = group_by_passage(documents, splitter="DCSRSentenceSplitter")  # refuses non-sentences
         ordered = []
         for passage_id, sentences in groups.items():
             count = position(sentences[0]).count

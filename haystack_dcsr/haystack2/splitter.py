@@ -32,18 +32,24 @@ class DCSRSentenceSplitter:
     @component.output_types(documents=List[Document])
     def run(self, documents: List[Document]) -> Dict[str, List[Document]]:
         sentences: List[Document] = []
+        skipped = []
         for doc in documents:
-            if not isinstance(doc.content, str):
-                raise ValueError(f"Document {doc.id!r} has no text content: DCSR indexes text passages")
-        for doc in unique_passages(documents):
+            if doc.content is None and (doc.blob is not None or getattr(doc, "dataframe", None) is not None):
+                raise ValueError(f"DCSRSentenceSplitter: Document {doc.id!r} holds no text (a blob): convert it first")
+        for doc in unique_passages([d for d in documents if d.content is not None]):
             text = doc.content
             spans = self._splitter.spans(text) if self._splitter is not None else whole_span(text)
             if not spans:
-                logger.warning("DCSRSentenceSplitter skipped document %r: it has no text", doc.id)
+                skipped.append(doc.id)
                 continue
             sentences.extend(
                 Document(id=doc_id, content=content, meta=meta)
                 for doc_id, content, meta in sentence_parts(doc.id, text, doc.meta, spans)
+            )
+        skipped += [doc.id for doc in documents if doc.content is None]
+        if skipped:  # as SentencePreprocessor does in 1.x: the rest of the batch is indexed
+            logger.warning(
+                "DCSRSentenceSplitter skipped %d document(s) with no text: %s", len(skipped), ", ".join(skipped[:10])
             )
         return {"documents": sentences}
 
