@@ -9,7 +9,10 @@ top-k partition. Scores follow Lucene/Elasticsearch BM25 (k1=1.2, b=0.75, idf = 
 """
 
 import copy
+import gzip
+import json
 import logging
+from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 import numpy as np
@@ -19,6 +22,8 @@ from haystack.errors import DocumentStoreError
 from haystack.schema import Document
 from scipy import sparse
 from scipy.special import expit
+
+from haystack_dcsr.atomic_files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +84,15 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return top[np.lexsort((top, -scores[top]))]
 
 
+def read_documents(path: Union[str, Path]) -> List[Document]:
+    """The documents of a file written by ``SparseBM25DocumentStore.save``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the saved BM25 documents of this store are not there")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [Document.from_dict(json.loads(line)) for line in handle if line.strip()]
+
+
 class SparseBM25DocumentStore(InMemoryDocumentStore):
     """In-memory BM25 store for ``BM25Retriever``, scoring query batches as one sparse product.
 
@@ -88,6 +102,8 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
 
     :param k1, b: BM25 parameters (Elasticsearch defaults).
     :param query_batch_size: queries scored together; memory is query_batch_size x documents floats.
+    :param documents_path: a file written by ``save`` (JSON lines, gzip): its documents are loaded into
+        the default index. ``save_pipeline`` saves the store this way, so a saved hybrid pipeline answers.
     """
 
     def __init__(
@@ -99,6 +115,7 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
         duplicate_documents: str = "overwrite",
         progress_bar: bool = True,
         bm25_tokenization_regex: str = r"(?u)\b\w\w+\b",
+        documents_path: Optional[str] = None,
     ):
         super().__init__(
             index=index,
@@ -110,6 +127,15 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
         )
         self.k1, self.b, self.query_batch_size = k1, b, query_batch_size
         self._sparse: Dict[str, _SparseIndex] = {}
+        if documents_path is not None:
+            self.write_documents(read_documents(documents_path), index=index)
+
+    def save(self, path: Union[str, Path], index: Optional[str] = None) -> Path:
+        """Write the index's documents (content and meta, no embeddings) to ``path`` as gzipped JSON
+        lines, atomically; ``SparseBM25DocumentStore(documents_path=path)`` loads them back."""
+        documents = self.get_all_documents(index=index or self.index, return_embedding=False)
+        lines = "".join(json.dumps(doc.to_dict(), ensure_ascii=False, default=str) + "\n" for doc in documents)
+        return atomic_write_bytes(path, gzip.compress(lines.encode("utf-8")))
 
     def update_bm25(self, index: Optional[str] = None):
         index = index or self.index

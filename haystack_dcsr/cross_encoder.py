@@ -67,33 +67,49 @@ class CrossEncoder:
             return_tensors="pt",
         )
 
-    def score_pairs(self, pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
+    def score_pairs(self, pairs: Sequence[Tuple[str, str]], progress_bar: bool = False) -> np.ndarray:
         """Logits in the pairs' order, computed in length-sorted batches."""
+        from tqdm.auto import tqdm
+
         lengths = [len(q) + len(p) for q, p in pairs]  # characters: a cheap proxy for the token count
         order = np.argsort(lengths, kind="stable")
         scores = np.empty(len(pairs), dtype=np.float32)
+        starts = range(0, len(pairs), self.batch_size)
         with torch.inference_mode():
-            for start in range(0, len(pairs), self.batch_size):
+            for start in tqdm(starts, disable=not progress_bar or len(starts) < 2, desc="Reranking", unit=" batches"):
                 chunk = order[start : start + self.batch_size]
                 batch = self.encode([pairs[i] for i in chunk]).to(self.device)
                 scores[chunk] = self.model(**batch).logits[:, 0].float().cpu().numpy()
         return scores
 
 
+DEFAULT_FIRST_STAGE_WEIGHT = 0.0  # both rankers: the cross-encoder alone unless asked to blend
+DEFAULT_TOP_K = 10  # both rankers, as Haystack's
+
+
 def rank_passages(
-    logits: Sequence[float], incoming: Optional[Sequence[Optional[float]]] = None, first_stage_weight: float = 0.0
+    logits: Sequence[float],
+    incoming: Optional[Sequence[Optional[float]]] = None,
+    first_stage_weight: float = 0.0,
+    scale_score: bool = False,
 ) -> List[Tuple[int, float]]:
-    """(position, score) of each passage, best first: by the cross-encoder's logits alone, or with
-    ``first_stage_weight`` w > 0 by ``(1 - w) * CE + w * incoming`` with both min-max scaled over the
-    passages given (the hybrids' fusion; w = 0.5 is the README's "blended" row). Both rankers use this."""
+    """(position, score) of each passage, best first: by the cross-encoder's logits alone (their
+    sigmoid with ``scale_score``, as Haystack's rankers give), or with ``first_stage_weight`` w > 0 by
+    ``(1 - w) * CE + w * incoming`` with both min-max scaled over the passages given (already in
+    [0, 1]; w = 0.5 is the blended row of the docs). Both rankers use this."""
     ranked = [(str(i), float(s)) for i, s in enumerate(logits)]
     if first_stage_weight > 0:
         if incoming is None or len(incoming) != len(ranked) or any(s is None for s in incoming):
-            raise ValueError("first_stage_weight > 0 needs every passage's incoming score")
+            raise ValueError(
+                "first_stage_weight > 0 needs every passage's incoming score, and some passages have none (e.g. "
+                "straight from a document store): set first_stage_weight=0 to rank by the cross-encoder alone"
+            )
         first = [(str(i), float(s)) for i, s in enumerate(incoming)]
         ranked = fuse([ranked, first], [1 - first_stage_weight, first_stage_weight])
     else:
         ranked.sort(key=lambda x: -x[1])
+        if scale_score:
+            ranked = [(i, float(1 / (1 + np.exp(-s)))) for i, s in ranked]
     return [(int(i), s) for i, s in ranked]
 
 

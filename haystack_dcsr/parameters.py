@@ -37,3 +37,19 @@ def check_quantize_device(owner: str, quantize: Optional[str], device: Optional[
     2.x components build their models lazily (at ``warm_up`` or the first run)."""
     if quantize is not None and device is not None and not str(device).startswith("cpu"):
         raise ValueError(f"{owner}: quantize={quantize!r} runs on the CPU, got device={device!r}")
+
+
+def first_device(owner: str, device: Optional[str], devices: Optional[Sequence[str]]) -> Optional[str]:
+    """Haystack's ``devices`` list beside this package's ``device``: the first of the list, refused
+    when both are given or the list is empty."""
+    if devices is None:
+        return device
+    if device is not None:
+        raise ValueError(f"{owner}: give device or devices, not both")
+    if not devices:
+        raise ValueError(f"{owner}: devices is an empty list; give e.g. ['cpu'] or ['cuda:0'], or leave it out")
+    if len(devices) > 1:
+        import logging
+
+        logging.getLogger(__name__).warning("%s runs on one device: using %s of %s", owner, devices[0], devices)
+    return str(devices[0])

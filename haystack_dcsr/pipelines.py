@@ -44,9 +44,11 @@ def load_pipeline(
     config = resolve_saved_stores(config, path.parent.resolve())
     stub_haystack_punkt()  # Haystack's PreProcessor would try to download nltk data DCSR never uses
     try:
-        return Pipeline.load_from_config(
+        pipeline = Pipeline.load_from_config(
             config, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
         )
+        setattr(pipeline, LOADED_NAME, pipeline_name or config["pipelines"][0]["name"])  # save_pipeline keeps it
+        return pipeline
     except PipelineConfigError as error:
         cause = error.__cause__
         if cause is None:
@@ -58,6 +60,7 @@ def load_pipeline(
         raise PipelineConfigError(f"{path}: {what}: {type(cause).__name__}: {cause}") from cause
 
 
+LOADED_NAME = "_dcsr_pipeline_name"
 MAX_YAML_BYTES = 1_000_000  # a pipeline file is a few KB; more is a mistake or an attack
 
 
@@ -98,11 +101,17 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
     config = copy.deepcopy(config)
     for component in config.get("components", []):
         params = component.get("params") or {}
-        if component.get("type") == "FAISSDocumentStore" and params.get("faiss_index_path"):
-            try:
+        try:
+            if component.get("type") == "FAISSDocumentStore" and params.get("faiss_index_path"):
                 component["params"] = open_params(params["faiss_index_path"], base)
-            except (OSError, ValueError) as error:
-                raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from None
+            elif component.get("type") == "SparseBM25DocumentStore" and params.get("documents_path"):
+                documents = Path(params["documents_path"])
+                documents = documents if documents.is_absolute() else (base / documents).resolve()
+                if not documents.is_file():
+                    raise FileNotFoundError(f"{documents} is missing: save the pipeline again")
+                component["params"] = {**params, "documents_path": str(documents)}
+        except (OSError, ValueError) as error:
+            raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from None
     return config
 
 
@@ -133,7 +142,12 @@ def _check_component(component: Dict[str, Any]) -> List[str]:
     return problems
 
 
-def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optional[Union[str, Path]] = None) -> Path:
+def save_pipeline(
+    pipeline: Pipeline,
+    path: Union[str, Path],
+    index_dir: Optional[Union[str, Path]] = None,
+    pipeline_name: Optional[str] = None,
+) -> Path:
     """``Pipeline.save_to_yaml`` that keeps FAISS stores loadable from anywhere, crash-safe.
 
     save_pipeline(pipeline, "served/query.yml")   # + served/query.files/<generation>/Store.faiss, .json, .db, map
@@ -144,6 +158,10 @@ def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optiona
     ``<index_dir>/<yaml name>.files/``; the YAML, naming that folder by a path relative to itself,
     is written last and atomically, then older generations are removed. A kill or a full disk at
     any point leaves the previous YAML and the files it names whole and loadable.
+
+    A ``SparseBM25DocumentStore`` (the hybrid's BM25 side) is saved beside them as JSON lines. A store
+    that YAML cannot carry (an ``InMemoryDocumentStore`` holding documents) is refused before anything
+    is written. ``pipeline_name`` names the saved pipeline (default: the name it was loaded under).
     """
     import shutil
     import time
@@ -152,6 +170,7 @@ def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optiona
     from haystack.document_stores import FAISSDocumentStore
 
     from haystack_dcsr.atomic_files import atomic_write_text
+    from haystack_dcsr.bm25 import SparseBM25DocumentStore
     from haystack_dcsr.retriever import DCSRRetriever
     from haystack_dcsr.saved_store import save_faiss_store
 
@@ -161,10 +180,19 @@ def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optiona
     generation = files / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     components = _components(pipeline)
     config = pipeline.get_config()
+    config["pipelines"][0]["name"] = pipeline_name or getattr(pipeline, LOADED_NAME, config["pipelines"][0]["name"])
+    refuse_unsaveable_stores(components)
+    generation.mkdir(parents=True, exist_ok=True)
     try:
         for definition in config["components"]:
             store = components.get(definition["name"])
-            if isinstance(store, FAISSDocumentStore):
+            if isinstance(store, SparseBM25DocumentStore):
+                saved = store.save(generation / f"{definition['name']}.jsonl.gz")
+                definition["params"] = {
+                    **{k: v for k, v in (definition.get("params") or {}).items() if k != "documents_path"},
+                    "documents_path": os.path.relpath(saved, path.parent.resolve()),
+                }
+            elif isinstance(store, FAISSDocumentStore):
                 search = next(
                     (
                         r._search_for(store, None)
@@ -184,6 +212,24 @@ def save_pipeline(pipeline: Pipeline, path: Union[str, Path], index_dir: Optiona
             if older != generation and older.is_dir():
                 shutil.rmtree(older, ignore_errors=True)
     return path
+
+
+def refuse_unsaveable_stores(components: Dict[str, BaseComponent]) -> None:
+    """A store whose documents the YAML would lose: refused at save time, with the reason."""
+    from haystack.document_stores import InMemoryDocumentStore
+
+    from haystack_dcsr.bm25 import SparseBM25DocumentStore
+
+    for name, store in components.items():
+        if isinstance(store, InMemoryDocumentStore) and not isinstance(store, SparseBM25DocumentStore):
+            count = store.get_document_count()
+            if count:
+                raise PipelineConfigError(
+                    f"Cannot save component {name!r}: an InMemoryDocumentStore's {count} documents live in this "
+                    "process only, and the YAML would reload it empty. Use a FAISSDocumentStore (saved with its "
+                    "index) or SparseBM25DocumentStore (saved as JSON lines) for a pipeline you save. Nothing was "
+                    "written."
+                )
 
 
 def _components(pipeline: Pipeline) -> Dict[str, BaseComponent]:

@@ -1,7 +1,7 @@
 """QueryEncoder: the query tower as a Haystack node, loadable and savable on its own.
 
 The query tower is the part the MEQ paper's query-side contrastive loss trains, so it lives in
-its own HF directory: a tower trained with that loss is swapped in by pointing ``model_name_or_path``
+its own HF directory: a tower trained with that loss is swapped in by pointing ``model``
 at it, without touching the indexed passages.
 """
 
@@ -15,6 +15,7 @@ from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import QueryTower
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
+from haystack_dcsr.parameters import first_device
 
 
 class QueryEncoder(BaseComponent):
@@ -27,8 +28,10 @@ class QueryEncoder(BaseComponent):
         vectors = encoder.encode(["who wrote the first harry potter book?",
                                   "who wrote the last harry potter book?"])
 
-    :param model_name_or_path: a DCSR model directory (``DCSRModel``: its query tower and settings),
-        a trainer output, one HF tower directory (e.g. ``<trainer output>/query_encoder``) or a hub name.
+    :param model: a DCSR model directory (``DCSRModel``: its query tower and settings), a trainer
+        output, one HF tower directory (e.g. ``<trainer output>/query_encoder``) or a hub name; the
+        same name as ``DCSRRetriever``'s (``model_name_or_path``, Haystack's older name, is accepted too).
+    :param devices: Haystack's device list; the first is used (``device`` is this package's name).
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
         None takes the model's settings (``dcsr_model.json``/``dcsr_encoder.json``) or infers them.
     :param max_seq_len: maximum query length in tokens (longer queries are truncated).
@@ -40,7 +43,7 @@ class QueryEncoder(BaseComponent):
 
     def __init__(
         self,
-        model_name_or_path: str = DEFAULT_MODEL,
+        model: Optional[str] = None,
         pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         max_seq_len: Optional[int] = None,
@@ -50,9 +53,14 @@ class QueryEncoder(BaseComponent):
         precision: Precision = "auto",
         progress_bar: bool = True,
         quantize: Optional[Quantize] = None,
+        model_name_or_path: Optional[str] = None,
+        devices: Optional[List[str]] = None,
     ):
         super().__init__()
-        files = ModelFiles.locate(model_name_or_path)
+        if model is not None and model_name_or_path is not None:
+            raise ValueError("QueryEncoder: give model or model_name_or_path (the same thing), not both")
+        device = first_device("QueryEncoder", device, devices)
+        files = ModelFiles.locate(model or model_name_or_path or DEFAULT_MODEL)
         settings = files.settings.tower_overrides("query")
         given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
         settings.update({key: value for key, value in given.items() if value is not None})

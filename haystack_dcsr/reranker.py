@@ -11,9 +11,9 @@ from typing import List, Optional, Union
 from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
-from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
 from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.parameters import check_parameters
+from haystack_dcsr.parameters import check_parameters, first_device
 
 
 class CrossEncoderRanker(BaseRanker):
@@ -21,9 +21,13 @@ class CrossEncoderRanker(BaseRanker):
 
     :param model: a ``dcsr-train train-cross-encoder`` output directory, or a hub name of a one-label
         sequence classifier.
-    :param first_stage_weight: 0 ranks by the cross-encoder alone; w > 0 by ``(1 - w) * CE + w * score``,
-        both min-max scaled over the passages given (0.5: the README's blended row).
+    :param first_stage_weight: 0 ranks by the cross-encoder alone (as Haystack's rankers do); w > 0 by
+        ``(1 - w) * CE + w * score``, both min-max scaled over the passages given (0.5: the blended row).
     :param top_k: passages returned (None: all given).
+    :param scale_score: with ``first_stage_weight=0``, the sigmoid of the logit as the score (Haystack's
+        default); False keeps the raw logit. Blended scores are in [0, 1] either way.
+    :param progress_bar: a progress bar over scoring batches.
+    :param devices: Haystack's device list; the first is used (e.g. ``["cuda:1"]``, ``["cpu"]``).
     :param quantize: ``"int8"`` scores on the CPU (whatever ``use_gpu`` says) 1.5-2.4x faster (MiniLM-L6 to
         mpnet-base) with the same preferences; it needs a C++ compiler, and the first query waits ~1-2 min for
         compilation. None: fp32.
@@ -32,11 +36,14 @@ class CrossEncoderRanker(BaseRanker):
     def __init__(
         self,
         model: str,
-        first_stage_weight: float = 0.5,
-        top_k: Optional[int] = 10,
+        first_stage_weight: float = DEFAULT_FIRST_STAGE_WEIGHT,
+        top_k: Optional[int] = DEFAULT_TOP_K,
         batch_size: int = 32,
         use_gpu: bool = True,
         quantize: Optional[Quantize] = None,
+        scale_score: bool = True,
+        progress_bar: bool = True,
+        devices: Optional[List[str]] = None,
     ):
         super().__init__()
         check_parameters(
@@ -47,14 +54,16 @@ class CrossEncoderRanker(BaseRanker):
             quantize=quantize,
         )
         self.first_stage_weight, self.top_k = first_stage_weight, top_k
-        device = None if use_gpu else "cpu"  # with quantize, None is the CPU too
+        self.scale_score, self.progress_bar = scale_score, progress_bar
+        # Haystack's devices win over use_gpu; with quantize, None is the CPU too
+        device = first_device("CrossEncoderRanker", None, devices) or (None if use_gpu else "cpu")
         self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize)
 
     def predict(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> List[Document]:
         if not documents:
             return []
-        logits = self.scorer.score_pairs([(query, doc.content) for doc in documents])
-        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight)
+        logits = self.scorer.score_pairs([(query, doc.content) for doc in documents], self.progress_bar)
+        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score)
         out = []
         for i, score in ranked[: top_k or self.top_k or len(ranked)]:
             doc = copy.copy(documents[i])  # the caller's documents keep their retriever scores

@@ -18,7 +18,7 @@ from haystack_dcsr.filters import check_filters
 from haystack_dcsr.hasans import PassageScores, hasans_scores
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.parameters import check_parameters
+from haystack_dcsr.parameters import check_parameters, first_device
 from haystack_dcsr.passage_deletion import delete_passages
 from haystack_dcsr.passage_writes import keep_passages_whole
 from haystack_dcsr.query_encoder import QueryEncoder
@@ -80,6 +80,8 @@ class DCSRRetriever(DenseRetriever):
     :param quantize: ``"int8"``: both towers encode with int8 weights and per-token int8 activations,
         compiled at the first batch (CPU only; the device defaults to it). Index and query with the same
         setting: vectors move slightly (README, "The towers on a CPU"). A given ``query_encoder`` keeps its own.
+    :param devices: Haystack's device list (e.g. ``["cuda:1"]``); the first is used. ``device`` is the
+        same as a one-item list.
     """
 
     def __init__(
@@ -104,8 +106,10 @@ class DCSRRetriever(DenseRetriever):
         passage_cache_size: int = 100_000,
         search_params: Optional[Dict[str, float]] = None,
         quantize: Optional[Quantize] = None,
+        devices: Optional[List[str]] = None,
     ):
         super().__init__()
+        device = first_device("DCSRRetriever", device, devices)
         check_parameters(
             optional=("quantize",),
             quantize=quantize,

@@ -117,10 +117,18 @@ def test_the_1x_node_blends_leaves_its_input_alone_and_ranks_a_batch(model_dir):
     from haystack_dcsr import CrossEncoderRanker
 
     docs = [Document(content=t, id=str(i), score=float(4 - i)) for i, t in enumerate(TEXTS)]
-    alone = CrossEncoderRanker(model=model_dir, first_stage_weight=0.0, top_k=None, use_gpu=False)
-    blended = CrossEncoderRanker(model=model_dir, top_k=3, use_gpu=False)  # first_stage_weight 0.5
+    alone = CrossEncoderRanker(model=model_dir, top_k=None, use_gpu=False)  # first_stage_weight 0: CE alone
+    blended = CrossEncoderRanker(model=model_dir, first_stage_weight=0.5, top_k=3, use_gpu=False)
     logits = alone.scorer.score_pairs([(QUESTION, t) for t in TEXTS])
     assert [d.id for d in alone.predict(QUESTION, docs)] == [str(i) for i in np.argsort(-logits, kind="stable")]
+    # scale_score (Haystack's default): the sigmoid of the logit; False: the logit itself
+    assert [d.score for d in alone.predict(QUESTION, docs)] == pytest.approx(sorted(1 / (1 + np.exp(-logits)))[::-1])
+    raw = CrossEncoderRanker(model=model_dir, top_k=None, use_gpu=False, scale_score=False, devices=["cpu"])
+    assert [d.score for d in raw.predict(QUESTION, docs)] == pytest.approx(sorted(logits)[::-1])
+    with pytest.raises(ValueError, match="devices is an empty list"):
+        CrossEncoderRanker(model=model_dir, devices=[])
+    with pytest.raises(ValueError, match="set first_stage_weight=0 to rank by the cross-encoder alone"):
+        blended.predict(QUESTION, [Document(content="no score", id="n")])
     expected = fuse([[(str(i), float(s)) for i, s in enumerate(logits)], [(d.id, d.score) for d in docs]])
     assert [(d.id, pytest.approx(d.score, abs=1e-5)) for d in blended.predict(QUESTION, docs)] == expected[:3]
     assert [d.score for d in docs] == [4.0, 3.0, 2.0, 1.0]  # the retriever's documents keep their scores

@@ -33,3 +33,15 @@ def test_the_2x_embedder_names_the_2x_splitter_for_unsplit_passages():
     with pytest.raises(ValueError, match="pass passages through DCSRSentenceSplitter") as error:
         DCSRDocumentEmbedder(model=MODEL).run(documents=[Document(id="p", content="Not split. At all.")])
     assert "SentencePreprocessor" not in str(error.value)
+
+
+def test_the_2x_ranker_defaults_are_the_shared_ones():
+    import inspect
+
+    from haystack_dcsr.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K
+    from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
+
+    params = inspect.signature(DCSRCrossEncoderRanker.__init__).parameters
+    assert params["first_stage_weight"].default == DEFAULT_FIRST_STAGE_WEIGHT == 0.0
+    assert params["top_k"].default == DEFAULT_TOP_K == 10
+    assert params["scale_score"].default is True and "progress_bar" in params

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages
+from haystack_dcsr.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.parameters import check_parameters, check_quantize_device
 
@@ -24,6 +24,9 @@ class DCSRCrossEncoderRanker:
         ``(1 - w) * CE + w * incoming score``, both min-max scaled over the passages given (0.5 is the
         README's "blended" row: +2.0 top-1 over the hybrid it reranks, where the cross-encoder alone lost 5.5).
     :param top_k: passages returned (None: all given).
+    :param scale_score: with ``first_stage_weight=0``, the sigmoid of the logit as the score (Haystack's
+        default); False keeps the raw logit. Blended scores are in [0, 1] either way.
+    :param progress_bar: a progress bar over scoring batches.
     :param quantize: ``"int8"`` scores on the CPU 1.5-2.4x faster (MiniLM-L6 to mpnet-base) with the same
         preferences (``device`` then defaults to ``"cpu"`` and may not name another); it needs a C++ compiler,
         and the first query waits ~1-2 min for compilation. None: fp32.
@@ -32,11 +35,13 @@ class DCSRCrossEncoderRanker:
     def __init__(
         self,
         model: str,
-        first_stage_weight: float = 0.0,
-        top_k: Optional[int] = None,
+        first_stage_weight: float = DEFAULT_FIRST_STAGE_WEIGHT,
+        top_k: Optional[int] = DEFAULT_TOP_K,
         batch_size: int = 32,
         device: Optional[str] = None,
         quantize: Optional[Quantize] = None,
+        scale_score: bool = True,
+        progress_bar: bool = False,
     ):
         check_parameters(
             "DCSRCrossEncoderRanker",
@@ -48,6 +53,7 @@ class DCSRCrossEncoderRanker:
         check_quantize_device("DCSRCrossEncoderRanker", quantize, device)
         self.model, self.first_stage_weight, self.top_k = model, first_stage_weight, top_k
         self.batch_size, self.device, self.quantize = batch_size, device, quantize
+        self.scale_score, self.progress_bar = scale_score, progress_bar
         self._scorer: Optional[CrossEncoder] = None
 
     def warm_up(self) -> None:
@@ -61,8 +67,8 @@ class DCSRCrossEncoderRanker:
         if not documents:
             return {"documents": []}
         self.warm_up()
-        logits = self._scorer.score_pairs([(query, doc.content or "") for doc in documents])
-        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight)
+        logits = self._scorer.score_pairs([(query, doc.content or "") for doc in documents], self.progress_bar)
+        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score)
         keep = ranked[: top_k or self.top_k or len(ranked)]
         return {"documents": [dataclasses.replace(documents[i], score=s) for i, s in keep]}
 
@@ -75,6 +81,8 @@ class DCSRCrossEncoderRanker:
             batch_size=self.batch_size,
             device=self.device,
             quantize=self.quantize,
+            scale_score=self.scale_score,
+            progress_bar=self.progress_bar,
         )
 
     @classmethod
