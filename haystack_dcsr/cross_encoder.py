@@ -16,7 +16,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from haystack_dcsr.fusion import fuse
-from haystack_dcsr.int8 import Quantize, default_device, quantized
+from haystack_dcsr.int8 import Quantize, default_device, quantized, warm_up
 from haystack_dcsr.models import pick_device, resolve_model_path
 
 Passages = List[Tuple[str, float]]  # one question's (passage id, score), best first
@@ -50,12 +50,18 @@ class CrossEncoder:
             raise ValueError(
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
             )
+        self.quantize = quantize
         self.device = pick_device(default_device(device, quantize))
         self.model.eval()
         self.model = self.model.to(self.device) if quantize is None else quantized(self.model, quantize, self.device)
         positions = self.model.config.max_position_embeddings
         self.max_length = min(max_length or self.tokenizer.model_max_length, positions)
         self.batch_size = batch_size
+
+    def warm_up(self) -> None:
+        """An int8 model compiles now rather than at the first query (``int8.warm_up``); fp32: nothing."""
+        if self.quantize is not None:
+            warm_up(lambda n: self.score_pairs([("warm up", "warm up")] * n))
 
     def encode(self, pairs: Sequence[Tuple[str, str]]):
         return self.tokenizer(

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from haystack_dcsr.int8 import Quantize, default_device, quantized
+from haystack_dcsr.int8 import Quantize, default_device, quantized, warm_up
 from haystack_dcsr.models import (
     DEFAULT_MODEL,
     Level,
@@ -277,6 +277,11 @@ class QueryTower(Tower):
 
     def encode(self, queries: Sequence[str], batch_size: int = 64, progress_bar: bool = False) -> np.ndarray:
         return self.encode_texts(queries, batch_size, progress_bar, what="Query")
+
+    def warm_up(self) -> None:
+        """An int8 tower compiles now rather than at the first query (``int8.warm_up``); fp32: nothing."""
+        if self._quantized is not None:
+            warm_up(lambda n: self.encode(["warm up"] * n, batch_size=n))
 
 
 def plan_windows(costs: Sequence[int], budget: int) -> List[Tuple[int, int, int, int]]:

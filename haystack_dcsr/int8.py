@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 import shutil
+import time
 from typing import Callable, Literal, Optional, get_args
 
 import torch
@@ -103,6 +104,8 @@ class FiniteOutputs(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, mode: str):
         super().__init__()
         self.model, self.mode = model, mode
+        # torch.compile specialises a batch of one, then compiles once more for any other (dynamic) batch size
+        self.compiled: set = set()
 
     def __getattr__(self, name: str):
         """The wrapped model's attributes (``config`` and the like), as callers of the bare model expect."""
@@ -112,13 +115,29 @@ class FiniteOutputs(torch.nn.Module):
             return getattr(super().__getattr__("model"), name)
 
     def forward(self, *args, **kwargs):
-        outputs = self.model(*args, **kwargs)
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        kind = "single inputs" if isinstance(first, torch.Tensor) and first.shape[0] == 1 else "batches"
+        if kind in self.compiled:
+            outputs = self.model(*args, **kwargs)
+        else:  # a visible stall: say so, and how long it took (warm_up() moves it to load time)
+            logger.warning("quantize=%r: compiling the int8 model for %s (once; tens of seconds)", self.mode, kind)
+            started = time.perf_counter()
+            outputs = self.model(*args, **kwargs)
+            self.compiled.add(kind)
+            logger.warning("quantize=%r: compiled for %s in %.1f s", self.mode, kind, time.perf_counter() - started)
         if not bool(torch.isfinite(outputs[0]).all()):
             raise RuntimeError(
                 f"quantize={self.mode!r} produced non-finite outputs on this CPU "
                 f"({instruction_sets()}); serve with quantize=None"
             )
         return outputs
+
+
+def warm_up(run_batch) -> None:
+    """Compile an int8 model now, for single inputs and for batches (``run_batch(n)`` runs n inputs),
+    so no user request waits for it; the nodes call it when they load, ``serve`` before it listens."""
+    run_batch(1)
+    run_batch(2)
 
 
 def default_device(device: Optional[str], mode: Optional[Quantize]) -> Optional[str]:

@@ -69,6 +69,7 @@ class QueryEncoder(BaseComponent):
         )
         self.batch_size = batch_size
         self.progress_bar = progress_bar
+        self.tower.warm_up()  # int8 compiles when the pipeline loads, not at the first query
 
     @property
     def dim(self) -> int:

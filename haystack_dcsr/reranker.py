@@ -58,6 +58,7 @@ class CrossEncoderRanker(BaseRanker):
         # Haystack's devices win over use_gpu; with quantize, None is the CPU too
         device = first_device("CrossEncoderRanker", None, devices) or (None if use_gpu else "cpu")
         self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize)
+        self.scorer.warm_up()  # int8 compiles when the pipeline loads, not at the first query
 
     def predict(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> List[Document]:
         if not documents:

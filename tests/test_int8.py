@@ -79,10 +79,26 @@ def test_bad_settings_are_refused_before_scoring(model_dir, monkeypatch):
         quantized(model, "int8", torch.device("cpu"))
 
 
-def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_dir):
+def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_dir, caplog):
+    import logging
+    import time
+
+    from haystack.schema import Document
+
     from haystack_dcsr import CrossEncoderRanker
 
-    ranker = CrossEncoderRanker(model=model_dir, quantize="int8")  # use_gpu stays True: int8 is the CPU's
+    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.int8"):
+        ranker = CrossEncoderRanker(model=model_dir, quantize="int8")  # use_gpu stays True: int8 is the CPU's
+    # compiled when the node loads, for single inputs and for batches, and said so
+    said = caplog.text
+    assert said.count("compiling the int8 model") == 2 and "compiled for single inputs in" in said
+    assert "compiled for batches in" in said
+    caplog.clear()
+    started = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.int8"):
+        for n in (1, 3, 7):  # any first query size: no compile left
+            ranker.predict("q", [Document(content=f"passage {i}", id=str(i), score=1.0) for i in range(n)])
+    assert "compiling" not in caplog.text and time.perf_counter() - started < 5
     assert ranker.scorer.device.type == "cpu"
     assert any(isinstance(m, Int8Linear) for m in ranker.scorer.model.modules())
     with pytest.raises(ValueError, match="CrossEncoderRanker: quantize must be 'int8', or null, got 'fp8'"):

@@ -61,6 +61,7 @@ class DCSRCrossEncoderRanker:
             self._scorer = CrossEncoder(
                 self.model, batch_size=self.batch_size, device=self.device, quantize=self.quantize
             )
+            self._scorer.warm_up()  # int8 compiles here (Haystack calls warm_up before the first run)
 
     @component.output_types(documents=List[Document])
     def run(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> Dict[str, List[Document]]:
