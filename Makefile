@@ -9,8 +9,9 @@ VENV2 := .venv2
 BIN2 := $(VENV2)/bin
 export HAYSTACK_TELEMETRY_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup setup2 postgres demo test bench clean
+.PHONY: setup setup2 postgres demo test docs bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -49,10 +50,15 @@ postgres:
 demo: setup
 	$(BIN)/python examples/demo.py
 
+# the documentation site (mkdocs, in .venv): build/site; strict, so a broken link or reference fails
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
 # then Haystack 2.x in its own environment
 test: setup setup2 postgres
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
 	$(BIN2)/python -m pytest -q --nbmake --nbmake-timeout=900 tests_haystack2 examples/03_haystack2_quickstart.ipynb
 

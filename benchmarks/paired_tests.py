@@ -4,7 +4,7 @@ The report keeps each system's per-question outcomes (first-hit ranks in ``*.fir
 MEQ ranking's per-row ranks and "own gold first" per pair in the report), so any pair can be tested
 later; the tests themselves are not stored: over every pair of 100+ systems they grew quadratically
 (3 MB of JSON and 1.5 MB of tables) for a few dozen pairs anyone reads. Prints the rows in the tables'
-format of ``docs/results.md``: exact McNemar at top-1 / top-20, Wilcoxon signed-rank on the MEQ
+format of ``docs/research/results.md``: exact McNemar at top-1 / top-20, Wilcoxon signed-rank on the MEQ
 ranking's reciprocal ranks, exact McNemar on "own gold first".
 
     python benchmarks/paired_tests.py benchmarks/results/squad_open_dev.json --pair BM25 "DCSR-ft"

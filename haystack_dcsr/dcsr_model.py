@@ -52,8 +52,10 @@ class DCSRSettings:
     :param pooling: ``marker`` (hidden state at each ``<sent>``), ``mean`` or ``cls``.
     :param normalize: L2-normalised vectors (cosine geometry).
     :param temperature: the HasAns softmax temperature matching the towers' score scale.
-    :param max_query_length / max_passage_length: tokens per query / per passage window.
-    :param language / min_words: the sentence splitter's settings (``SentenceSplitter``).
+    :param max_query_length: tokens per query.
+    :param max_passage_length: tokens per passage window.
+    :param language: the sentence splitter's language (``SentenceSplitter``).
+    :param min_words: the sentence splitter's merge threshold (``SentenceSplitter``).
     """
 
     level: Level = "sentence"
@@ -151,7 +153,8 @@ class DCSRModel:
         vectors = model.encode_passages([sentences])            # one row per sentence
         queries = model.encode_queries(["who wrote it?"])
 
-    :param device / use_gpu / precision / quantize: as for the towers (``Tower``).
+    :param files: where the model's parts live (``ModelFiles.locate``); ``from_pretrained`` finds them.
+    :param device: as for the towers (``Tower``), like ``use_gpu``, ``precision`` and ``quantize``.
     """
 
     def __init__(
