@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
+from haystack_dcsr.atomic_files import atomic_write_text
+
 SNAPSHOT_PATTERNS = ["*.json", "*.txt", "*.model", "tokenizer*", "*.safetensors", "*/config.json", "README.md"]
 
 
@@ -91,18 +93,28 @@ class NotSentenceTransformers:
         )
 
 
-def model_card(directory: Union[str, Path], title: str, base_model: str, recipe: Dict, metrics: Dict, data: str) -> str:
+def model_card(
+    directory: Union[str, Path],
+    title: str,
+    base_model: str,
+    recipe: Dict,
+    metrics: Dict,
+    data: str,
+    license: str = "apache-2.0",
+) -> str:
     """A Hugging Face model card (README.md with front matter): base, data, recipe, metrics, usage.
 
     Every value that comes from a config or a path is escaped where it lands: front-matter values
     are JSON strings (valid YAML, so a newline cannot add keys), body text is HTML- and
-    Markdown-escaped on one line."""
+    Markdown-escaped on one line. ``license`` is the hub's licence id: a fine-tuned model carries its
+    base model's (all-MiniLM-L6-v2 and all-mpnet-base-v2: Apache-2.0)."""
     directory = Path(directory)
     rows = "\n".join(f"| {_cell(key)} | {_cell(value)} |" for key, value in metrics.items()) or "| (none recorded) | |"
     settings = "\n".join(f"| `{_cell(key)}` | {_cell(json.dumps(value))} |" for key, value in recipe.items())
     text = f"""---
 library_name: haystack-dcsr
 base_model: {json.dumps(str(base_model))}
+license: {json.dumps(str(license))}
 tags: [dcsr, dense-retrieval, sentence-retrieval, haystack]
 ---
 
@@ -112,8 +124,8 @@ Dense Contextual Sentence Representation (DCSR) towers trained with haystack-dcs
 `{_cell(base_model)}`: passages are encoded whole, one vector per sentence, and ranked by HasAns.
 
 - Training data: {_cell(data)}
-- Load: `DCSRRetriever(document_store=store, model="<hub id or path of this directory>")` (Haystack 1.x) or
-  `DCSRTextEmbedder(model=...)` / `DCSRRetriever(model=...)` (Haystack 2.x); `dcsr_model.json` sets pooling,
+- Load: `DCSRRetriever(document_store=store, model="{LOAD_NAME}")` (Haystack 1.x: `from haystack_dcsr import
+  DCSRRetriever`; 2.x: `from haystack_dcsr.haystack2 import DCSRRetriever`); `dcsr_model.json` sets pooling,
   normalisation, temperature and the sentence splitter.
 
 ## Metrics (at the end of training)
@@ -136,6 +148,9 @@ def _cell(value) -> str:
     """One line of Markdown text that renders as the value, never as HTML or table structure."""
     text = html.escape(" ".join(str(value).split()), quote=False)
     return text.replace("|", "\\|").replace("`", "'")
+
+
+LOAD_NAME = "path/to/this/directory"  # publish() writes the hub id in its place
 
 
 # What a model directory is made of; anything else (checkpoint state, logs, .env, other runs) stays home
@@ -196,6 +211,9 @@ def publish(
     files = model_files(directory)
     if dry_run:
         return files
+    card = Path(directory) / "README.md"
+    if card.is_file() and LOAD_NAME in card.read_text():  # the card's load line names where it now lives
+        atomic_write_text(card, card.read_text().replace(LOAD_NAME, repo_id))
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)

@@ -28,7 +28,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--query-pipeline", default="query", help="its query pipeline (QUERY_PIPELINE_NAME)")
     parser.add_argument("--indexing-pipeline", default="indexing", help="its indexing pipeline, if any")
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: this machine only; 0.0.0.0 for every interface)"
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
     )
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)

@@ -126,6 +126,7 @@ def test_a_trained_run_has_a_model_card_and_publishes_through_the_hub_api(tmp_pa
     assert any(name.endswith("model.safetensors") for name in uploaded)
     assert not any(name.startswith(".env") or name.endswith(".log") for name in uploaded)
     assert "https://huggingface.co/me/dcsr-tiny" in capsys.readouterr().out
+    assert 'model="me/dcsr-tiny"' in (last / "README.md").read_text()  # the card's load line names the hub id
     cli.main(["publish", str(last), "me/dcsr-tiny", "--dry-run"])
     listed = capsys.readouterr().out
     assert f"would upload {len(uploaded)} files" in listed and "dcsr_model.json" in listed and ".env" not in listed
@@ -165,7 +166,7 @@ def test_model_card_escapes_what_it_copies(tmp_path):
     import yaml
 
     front = yaml.safe_load(card.split("---")[1])
-    assert set(front) == {"library_name", "base_model", "tags"}
+    assert set(front) == {"library_name", "base_model", "license", "tags"} and front["license"] == "apache-2.0"
     assert front["base_model"] == "bert\nlicense: mit\npipeline_tag: x"
     assert "<script>" not in card and "&lt;script&gt;" in card and "<b>" not in card
     assert "a \\| b" in card

@@ -164,34 +164,35 @@ def publish(args) -> None:
         print(result)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and argument of ``dcsr-train``, each with its help text."""
     parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.training", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     p = commands.add_parser("convert-squad", help="SQuAD v1.1 JSON(.gz) -> DPR-format JSONL (+ corpus JSONL)")
-    p.add_argument("squad")
-    p.add_argument("out")
+    p.add_argument("squad", help="a SQuAD v1.1 file (train-v1.1.json or .json.gz)")
+    p.add_argument("out", help="the training records to write (JSONL, one question a line)")
     p.add_argument("--corpus", help="also write every paragraph as a corpus JSONL")
     p.add_argument("--id-prefix", default="", help="prefix for passage ids (e.g. train-)")
     p.set_defaults(func=convert_squad)
 
     p = commands.add_parser("mine-bm25", help="add BM25 hard negatives (Haystack BM25Retriever)")
-    p.add_argument("records")
-    p.add_argument("corpus")
-    p.add_argument("out")
+    p.add_argument("records", help="training records (JSONL: question, answers, positive_ctxs; e.g. convert-squad's)")
+    p.add_argument("corpus", help="passages to mine from (JSONL, one {passage_id, title, text} a line)")
+    p.add_argument("out", help="the records with hard_negative_ctxs added (JSONL)")
     p.add_argument("--elasticsearch-url", help="use ElasticsearchDocumentStore here instead of the embedded store")
-    p.add_argument("--top-k", type=int, default=30)
-    p.add_argument("--keep", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--top-k", type=int, default=30, help="BM25 passages read per question (default 30)")
+    p.add_argument("--keep", type=int, default=30, help="hard negatives kept per question: answerless, not gold")
+    p.add_argument("--batch-size", type=int, default=1024, help="questions scored together (memory vs speed)")
     p.set_defaults(func=mine_bm25)
 
     p = commands.add_parser("mine-dense", help="model-based hard negatives from a trained DCSR (DCSR-hard)")
     p.add_argument("model", help="a directory with query_encoder/ and passage_encoder/ (e.g. runs/dcsr/best)")
-    p.add_argument("records")
-    p.add_argument("corpus")
-    p.add_argument("out")
-    p.add_argument("--top-k", type=int, default=30)
-    p.add_argument("--keep", type=int, default=30)
+    p.add_argument("records", help="training records (JSONL), e.g. mine-bm25's output")
+    p.add_argument("corpus", help="passages to mine from (JSONL, one {passage_id, title, text} a line)")
+    p.add_argument("out", help="the records with the model's hard negatives in place of BM25's (JSONL)")
+    p.add_argument("--top-k", type=int, default=30, help="passages the model ranks per question (default 30)")
+    p.add_argument("--keep", type=int, default=30, help="hard negatives kept per question: answerless, not gold")
     p.set_defaults(func=mine_dense)
 
     def meq_options(p, threshold=True, answers=True):
@@ -205,7 +206,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                 default=MEQ_THRESHOLD,
                 help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)",
             )
-        p.add_argument("--max-edits", type=int, default=3)
+        p.add_argument("--max-edits", type=int, default=3, help="most words an MEQ may change (the paper: 1-3)")
         if answers:
             p.add_argument(
                 "--answer-rule",
@@ -217,15 +218,15 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     p = commands.add_parser("calibrate-meq", help="the cosine threshold that keeps --keep of AmbigQA's MEQ-like pairs")
     p.add_argument("ambigqa", help="AmbigQA dev_light.json(.gz)")
-    p.add_argument("--keep", type=float, default=0.9)
+    p.add_argument("--keep", type=float, default=0.9, help="share of AmbigQA's MEQ-like pairs to keep (default 0.9)")
     meq_options(p, threshold=False, answers=False)
     p.set_defaults(func=calibrate_meq, threshold=0.0, answer_rule="shorter_form")
 
     p = commands.add_parser("build-contrast-set", help="mine MEQ pairs; write pairs.jsonl and ranking.jsonl")
     p.add_argument("records", help="DPR-format records with gold passages (e.g. data/squad_dev.jsonl)")
-    p.add_argument("corpus")
-    p.add_argument("out_dir")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("corpus", help="passages (JSONL) the contrast set's candidates are drawn from")
+    p.add_argument("out_dir", help="folder for pairs.jsonl and ranking.jsonl")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random candidates")
     p.add_argument(
         "--keep-repeats",
         action="store_true",
@@ -237,9 +238,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     p = commands.add_parser(
         "build-meq-augmentation", help="add mined MEQs (q-) and paraphrases (q+) to training records"
     )
-    p.add_argument("records")
-    p.add_argument("out")
-    p.add_argument("--max-meqs", type=int, default=5)
+    p.add_argument("records", help="training records (JSONL), e.g. mine-bm25's output")
+    p.add_argument("out", help="the records with negative_questions (q-) and positive_questions (q+) added")
+    p.add_argument("--max-meqs", type=int, default=5, help="MEQs kept per question")
     meq_options(p)
     p.set_defaults(func=build_meq_augmentation)
 
@@ -279,12 +280,15 @@ def main(argv: Optional[List[str]] = None) -> None:
     p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
     p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")
     p.add_argument("repo_id", help="org/name on the Hugging Face hub")
-    p.add_argument("--private", action="store_true")
+    p.add_argument("--private", action="store_true", help="create the hub repository as private")
     p.add_argument("--token", help="default: the token of huggingface-cli login / HF_TOKEN")
     p.add_argument("--dry-run", action="store_true", help="list the files that would be uploaded; send nothing")
     p.set_defaults(func=publish)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from haystack_dcsr.hub import PublishError
     from haystack_dcsr.training.averaging import CheckpointMismatch

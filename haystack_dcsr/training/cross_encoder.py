@@ -80,7 +80,13 @@ def batches(records: Sequence[Record], config: CrossEncoderConfig) -> Iterator[L
             need = (
                 "MEQ groups (build-meq-augmentation adds negative_questions)" if n_meq and not meq else "plain groups"
             )
-            raise DataError(f"{config.train_file}: no {need} for meq_share={config.meq_share}")
+            fix = (
+                "set meq_share=0 (--set meq_share=0) to train on plain questions alone, or add MEQs with "
+                "build-meq-augmentation"
+                if n_meq and not meq
+                else "lower meq_share or questions_per_batch"
+            )
+            raise DataError(f"{config.train_file}: no {need} for meq_share={config.meq_share}: {fix}")
         rng.shuffle(plain)
         for number in range(len(plain) // n_plain if n_plain else max(len(meq) // n_meq, 1)):
             while len(pool) < n_meq:

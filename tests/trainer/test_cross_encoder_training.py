@@ -84,7 +84,7 @@ def test_bad_data_fails_before_an_earlier_run_is_touched(tmp_path):
     (run / "log.jsonl").write_text("earlier run\n")
     write_records(make_records(8), tmp_path / "plain.jsonl")  # no MEQs, but meq_share 0.5 asks for them
     config = CrossEncoderConfig(train_file=str(tmp_path / "plain.jsonl"), output_dir=str(run), model=MINILM)
-    with pytest.raises(DataError, match=r"plain.jsonl: no MEQ groups .* for meq_share=0.5"):
+    with pytest.raises(DataError, match=r"plain.jsonl: no MEQ groups .* for meq_share=0.5: set meq_share=0"):
         train_cross_encoder(config, device="cpu")
     with pytest.raises(DataError, match="no such file"):
         train_cross_encoder(CrossEncoderConfig(train_file=str(tmp_path / "nope.jsonl"), output_dir=str(run)))

@@ -121,3 +121,20 @@ def test_hard_negatives_skip_positives_and_answer_passages_in_rank_order():
     assert [p.key for p in answerless_negatives(record, ranked, keep=2, normalized=cache)] == ["c", "d"]
     assert set(cache) == {"gold", "b", "c", "d"}  # stops reading once it has enough
     assert [p.key for p in answerless_negatives(record, ranked, keep=10, normalized=cache)] == ["c", "d", "e"]
+
+
+def test_every_dcsr_train_argument_says_what_it_is():
+    import argparse
+
+    from haystack_dcsr.training.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{name} {action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
+    ]
+    assert not silent, silent
+    assert {choice.dest for choice in commands._choices_actions} >= {"mine-bm25", "train", "publish"}
