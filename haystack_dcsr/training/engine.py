@@ -566,24 +566,28 @@ class Trainer:
         return ([legacy.parent] if legacy.is_file() else []) + [path.parent for path in found]
 
     def check_same_run(self) -> None:
-        """Refuse to resume with settings that change the run (a resumed run must continue the one its
-        checkpoint belongs to); the run's ``config.yaml`` is kept as it was."""
+        """Refuse to resume with settings that change what the run computes (a resumed run must
+        continue the one its checkpoint belongs to); settings of length, validation and output are
+        logged as changed. The run's ``config.yaml`` is kept as it was."""
         saved_file = self.output / "config.yaml"
         if not saved_file.is_file():
             return
         saved = yaml.safe_load(saved_file.read_text()) or {}
         current = yaml.safe_load(self.config.to_yaml())
-        changed = [
-            f"{name}: {saved[name]!r} -> {value!r}"
+        changed = {
+            name: f"{name}: {saved[name]!r} -> {value!r}"
             for name, value in current.items()
-            if name in saved and name not in RESUME_MAY_CHANGE and saved[name] != value
-        ]
-        if changed:
+            if name in saved and saved[name] != value
+        }
+        refused = [text for name, text in changed.items() if name not in RESUME_MAY_CHANGE]
+        if refused:
             raise CheckpointError(
-                f"Cannot resume {self.output}: its run was started with other settings ({'; '.join(changed)}). "
+                f"Cannot resume {self.output}: its run was started with other settings ({'; '.join(refused)}). "
                 f"Resume with the settings of {saved_file}, or start a new run in another output_dir (or start "
                 "over with --no-resume)."
             )
+        if changed:
+            logger.warning("Resuming %s with changed settings: %s", self.output, "; ".join(changed.values()))
 
     def load_checkpoint(self) -> None:
         directory = self.checkpoints()[-1]
@@ -639,8 +643,21 @@ class _PassageHalf(NamedTuple):
     first_row: Dict[int, int]  # this rank's passages: their first row among the encoded rows
 
 
-# settings a resumed run may change: where and how often it writes, not what it computes
-RESUME_MAY_CHANGE = ("output_dir", "device", "checkpoint_every", "keep_checkpoints", "tensorboard", "log_every")
+# settings a resumed run may change (logged): its length, its validation, where and how often it writes;
+# anything else (data, model, recipe, batch, seed, learning rate) changes what it computes and is refused
+RESUME_MAY_CHANGE = (
+    "max_steps",
+    "epochs",
+    "output_dir",
+    "device",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "tensorboard",
+    "log_every",
+    "validate_every",
+    "dev_limit",
+    "dev_batch_size",
+)
 
 
 class CheckpointError(RuntimeError):
