@@ -11,7 +11,7 @@ export HAYSTACK_TELEMETRY_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup setup2 postgres demo test docs bench clean
+.PHONY: setup setup2 system-packages demo test docs bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -39,13 +39,19 @@ $(VENV2)/.installed: pyproject.toml | $(BIN2)/activate
 
 setup2: $(VENV2)/.installed
 
-# The FAISS + PostgreSQL tests start a throwaway cluster on loopback from Debian's postgresql package;
-# as root on a machine without it (a clean CI machine), install it. Elsewhere those tests skip, saying why.
-postgres:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
-	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) ; } || \
-	  echo "PostgreSQL is not installed: the FAISS + PostgreSQL tests will be skipped"
+# System packages some tests use, from Debian, installed as root where missing (a clean CI machine):
+# PostgreSQL (the FAISS + PostgreSQL tests start a throwaway cluster on loopback) and Chromium (the
+# evidence view's screenshot test). Elsewhere those tests are skipped, saying why.
+system-packages:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || \
+	      echo "could not install$$missing: their tests will be skipped"; \
+	  else echo "not installed:$$missing (their tests will be skipped)"; fi; \
+	fi
 
 demo: setup
 	$(BIN)/python examples/demo.py
@@ -56,7 +62,7 @@ docs: setup
 
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
 # then Haystack 2.x in its own environment
-test: setup setup2 postgres
+test: setup setup2 system-packages
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb

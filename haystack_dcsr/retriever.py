@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
+from haystack_dcsr.evidence import mark_answer_sentences
 from haystack_dcsr.filters import check_filters
 from haystack_dcsr.hasans import PassageScores, hasans_scores
 from haystack_dcsr.int8 import Quantize
@@ -39,6 +40,7 @@ from haystack_dcsr.vector_search import SEARCH_PARAMETERS
 logger = logging.getLogger(__name__)
 
 CONFIG_NAME = "dcsr_retriever.json"
+SENTENCE_TEXTS = "_dcsr_sentence_texts"  # carried from ranking to the answer-sentence pass, then removed
 
 
 class DCSRRetriever(DenseRetriever):
@@ -82,6 +84,9 @@ class DCSRRetriever(DenseRetriever):
         setting: vectors move slightly (README, "The towers on a CPU"). A given ``query_encoder`` keeps its own.
     :param devices: Haystack's device list (e.g. ``["cuda:1"]``); the first is used. ``device`` is the
         same as a one-item list.
+    :param mark_answer_sentence: also score every sentence of each returned passage *alone* against the
+        query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.evidence``): the
+        supporting sentences are scored in context, so the first of them is not always the answer.
     """
 
     def __init__(
@@ -107,6 +112,7 @@ class DCSRRetriever(DenseRetriever):
         search_params: Optional[Dict[str, float]] = None,
         quantize: Optional[Quantize] = None,
         devices: Optional[List[str]] = None,
+        mark_answer_sentence: bool = False,
     ):
         super().__init__()
         device = first_device("DCSRRetriever", device, devices)
@@ -159,6 +165,7 @@ class DCSRRetriever(DenseRetriever):
         self.batch_size = batch_size
         self.progress_bar = progress_bar
         self.passage_cache_size = passage_cache_size
+        self.mark_answer_sentence = mark_answer_sentence
         self.search_params = check_search_params(search_params)
         self._searches: Dict[tuple, SentenceSearch] = {}
         self._searches_lock = threading.Lock()
@@ -323,7 +330,24 @@ class DCSRRetriever(DenseRetriever):
             vectors = self.embed_queries(queries[start : start + step])
             with store_guard.reading():  # never in the middle of a write call (store_guard)
                 results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
+        for query, passages in zip(queries, results):
+            sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
+            if self.mark_answer_sentence:
+                mark_answer_sentences(self._towers(), query, passages, lambda doc: sentences[doc.id])
         return results
+
+    def _towers(self):
+        """Both towers behind the two calls ``evidence.mark_answer_sentences`` makes."""
+        retriever = self
+
+        class Towers:
+            def encode_queries(self, queries):
+                return retriever.embed_queries(queries)
+
+            def encode_passages(self, passages):
+                return retriever.passage_encoder.encode(passages, batch_size=retriever.batch_size)
+
+        return Towers()
 
     def _search_and_rank(
         self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]], top_k: int
@@ -400,7 +424,7 @@ class DCSRRetriever(DenseRetriever):
                     "probability": float(scores.sentence_probabilities[i]),
                 }
             )
-        meta = {**content.meta, SUPPORT: support}
+        meta = {**content.meta, SUPPORT: support, SENTENCE_TEXTS: [sentence.content for sentence in sentences]}
         return Document(content=content.content, id=content.id, score=float(scores.hasans[rank]), meta=meta)
 
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
