@@ -90,7 +90,7 @@ def test_headless_chromium_shows_highlights_by_probability_in_order(tmp_path):
         timeout=120,
     )
     pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
-    r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    r, b = pixels[..., 0], pixels[..., 2]
     # the highlight is orange over white: red stays high, blue drops with the probability (opacity)
     orange = (r > 200) & (b < 235) & (r - b > 20)
     strong, faint = orange & (b < 80), orange & (b >= 80)
