@@ -29,7 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import kept_outcomes, load_contrast_set  # noqa: E402
+from evaluation import kept_outcomes, load_contrast_set  # noqa: E402
+
 from haystack_dcsr.meq import answers_differ  # noqa: E402
 from haystack_dcsr.metrics import has_answer  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402

@@ -41,8 +41,10 @@ from scipy.stats import binomtest, mannwhitneyu, spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import kept_outcomes, load_contrast_set  # noqa: E402
-from haystack_dcsr.metrics import mcnemar_exact, reciprocal_ranks  # noqa: E402
+from evaluation import kept_outcomes, load_contrast_set  # noqa: E402
+from significance import mcnemar_exact  # noqa: E402
+
+from haystack_dcsr.metrics import reciprocal_ranks  # noqa: E402
 
 FLOOR = 0.79  # the README contrast set's cosine floor (training.cli.MEQ_THRESHOLD)
 EDGES = (0.6, 0.7, FLOOR, 0.85)

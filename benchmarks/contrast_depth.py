@@ -30,7 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.evaluation import cross_fitted_choice, kept_outcomes, load_contrast_set  # noqa: E402
+from evaluation import cross_fitted_choice, kept_outcomes, load_contrast_set  # noqa: E402
+
 from haystack_dcsr.metrics import reciprocal_ranks  # noqa: E402
 
 FAMILY = "Cross-encoder (all-mpnet-base-v2, 3,200 H200 steps)"

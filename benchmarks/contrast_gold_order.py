@@ -19,12 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from evaluation import DEPTH, load_contrast_set, pair_report  # noqa: E402
 from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.nodes import BM25Retriever  # noqa: E402
 from squad_data import load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SparseBM25DocumentStore  # noqa: E402
-from haystack_dcsr.evaluation import DEPTH, load_contrast_set, pair_report  # noqa: E402
 
 
 def ranked(retriever, questions):

@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from contrast_pairwise import dev_pairs, train_pairs  # noqa: E402
+from significance import mcnemar_exact  # noqa: E402
 
 from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
 from haystack_dcsr.int8 import instruction_sets, int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
-from haystack_dcsr.metrics import mcnemar_exact  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 
 Build = Callable[[torch.nn.Module, Dict[str, torch.Tensor]], torch.nn.Module]  # (fp32 model, input maxima)

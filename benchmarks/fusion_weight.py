@@ -20,10 +20,11 @@ import json
 from pathlib import Path
 from typing import Dict, List, Sequence, Set
 
+from evaluation import KS, cross_fitted_weight, fuse_rankings, pair_report
+from significance import paired_sign_test
 from squad_open import add_data_arguments, load_benchmark
 
-from haystack_dcsr.evaluation import KS, cross_fitted_weight, fuse_rankings, pair_report
-from haystack_dcsr.metrics import contains_answer, normalize_for_matching, paired_sign_test, top_k_accuracy
+from haystack_dcsr.metrics import contains_answer, normalize_for_matching, top_k_accuracy
 
 
 def answer_ids(rankings: Sequence, questions: Sequence, texts: Dict[str, str]) -> List[Set[str]]:

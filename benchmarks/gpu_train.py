@@ -319,8 +319,7 @@ def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts):
     """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-);
     and the contrast questions' rankings and the candidates' served scores (HasAns), for ``ranked:``."""
     import numpy as np
-
-    from haystack_dcsr.evaluation import candidate_scores, pair_report, ranking_report
+    from evaluation import candidate_scores, pair_report, ranking_report
 
     pairs, ranking = contrast
     position = {pid: i for i, pid in enumerate(order)}

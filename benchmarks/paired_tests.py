@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from haystack_dcsr.evaluation import (  # noqa: E402
+from evaluation import (  # noqa: E402
     own_gold_paired_report,
     own_gold_paired_table,
     paired_report,

@@ -50,13 +50,7 @@ from cross_encoder_rerank import (  # noqa: E402
     rerank_candidates,
     rerank_rankings,
 )
-from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
-from haystack.schema import Document  # noqa: E402
-from plot import accuracy_svg  # noqa: E402
-from squad_data import DATA, faiss_store, load_squad  # noqa: E402
-
-from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
-from haystack_dcsr.evaluation import (  # noqa: E402
+from evaluation import (  # noqa: E402
     DEPTH,
     KS,
     Ranked,
@@ -70,6 +64,12 @@ from haystack_dcsr.evaluation import (  # noqa: E402
     ranking_report,
     retrieval_report,
 )
+from haystack.nodes import BM25Retriever, EmbeddingRetriever  # noqa: E402
+from haystack.schema import Document  # noqa: E402
+from plot import accuracy_svg  # noqa: E402
+from squad_data import DATA, faiss_store, load_squad  # noqa: E402
+
+from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
 from haystack_dcsr.hasans import hasans_of_key, score_passages  # noqa: E402
 from haystack_dcsr.int8 import QUANTIZE_MODES  # noqa: E402
 from haystack_dcsr.models import resolve_model_path  # noqa: E402

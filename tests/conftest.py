@@ -6,7 +6,13 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import pytest
+import sys
+from pathlib import Path
+
+# what only the benchmarks need (evaluation tables, significance tests) lives in benchmarks/, importable here
+sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import pytest  # noqa: E402
 from corpus import CORPUS, QUESTIONS  # noqa: F401  (tests import them from here)
 from haystack.schema import Document
 from tiny_models import MINILM, make_tiny_bert  # noqa: F401  (tests import MINILM from here)

@@ -4,8 +4,8 @@ does not get credit for them."""
 
 import numpy as np
 import pytest
+from evaluation import cross_fitted_choice
 
-from haystack_dcsr.evaluation import cross_fitted_choice
 from tests.benchmark_scripts import load_benchmark
 
 

@@ -4,8 +4,7 @@ import json
 
 import numpy as np
 import pytest
-
-from haystack_dcsr.evaluation import (
+from evaluation import (
     candidate_scores,
     cross_fitted_weight,
     fuse_candidate_scores,
@@ -24,6 +23,7 @@ from haystack_dcsr.evaluation import (
     ranking_report,
     retrieval_report,
 )
+
 from haystack_dcsr.hasans import hasans_of_key, hasans_scores, score_passages
 
 
@@ -199,7 +199,7 @@ def test_own_gold_paired_report_pairs_systems_that_kept_outcomes():
 
 
 def test_kept_outcomes_read_back_what_the_reports_keep_and_refuse_another_sets():
-    from haystack_dcsr.evaluation import kept_outcomes
+    from evaluation import kept_outcomes
 
     pairs = [{"gold": "a", "meq_gold": "b"}, {"gold": "a", "meq_gold": "a"}, {"gold": "c", "meq_gold": "d"}]
     contrast = {"own_gold_first": {"wins": {"meq": [1, 0]}}, "ranking_meq": {"ranks": [1, 3, 2]}}

@@ -4,13 +4,13 @@ branches, per-query filters in batches, and the YAML definition."""
 from pathlib import Path
 
 import pytest
+from evaluation import fuse_rankings
 from haystack import Pipeline
 from haystack.nodes import BM25Retriever, JoinDocuments
 from haystack.schema import Document
 from test_store_consistency import make_store
 
 from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
-from haystack_dcsr.evaluation import fuse_rankings
 from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
 
 QUERIES = ["Who discovered penicillin?", "capital of Germany", "largest planet gas giant", "Eiffel Tower 1889"]

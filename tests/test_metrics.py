@@ -2,21 +2,19 @@ import math
 from fractions import Fraction
 
 import pytest
+from significance import mcnemar_exact, paired_rank_test, paired_sign_test
 
 from haystack_dcsr.metrics import (
     answer_tokens,
     answer_words,
     first_hit_ranks,
     has_answer,
-    mcnemar_exact,
     mean_rank,
     mean_reciprocal_rank,
     normalize_answer,
     own_gold_first,
     own_gold_wins,
     pair_hits,
-    paired_rank_test,
-    paired_sign_test,
     query_contrast_accuracy,
     rank_of_positive,
     top_k_accuracy,

@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from evaluation import own_gold_paired_report, paired_report, ranking_paired_report
 
-from haystack_dcsr.evaluation import own_gold_paired_report, paired_report, ranking_paired_report
 from tests.benchmark_scripts import load_benchmark
 
 paired_tests = load_benchmark("paired_tests")

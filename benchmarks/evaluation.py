@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, TypeVar, get_args
 
 import numpy as np
+from significance import mcnemar_exact, paired_rank_test, paired_sign_test
 
 from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
 from haystack_dcsr.meq import question_word, words
 from haystack_dcsr.metrics import (
     first_hit_ranks,
-    mcnemar_exact,
     mean_rank,
     mean_reciprocal_rank,
     own_gold_wins,
     pair_hits,
-    paired_rank_test,
-    paired_sign_test,
     query_contrast_accuracy,
     rank_of_positive,
     top_k_accuracy,
