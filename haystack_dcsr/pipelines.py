@@ -182,6 +182,8 @@ def save_pipeline(
     config = pipeline.get_config()
     config["pipelines"][0]["name"] = pipeline_name or getattr(pipeline, LOADED_NAME, config["pipelines"][0]["name"])
     refuse_unsaveable_stores(components)
+    for definition in config["components"]:
+        definition["params"] = absolute_local_paths(definition.get("params") or {})
     generation.mkdir(parents=True, exist_ok=True)
     try:
         for definition in config["components"]:
@@ -212,6 +214,20 @@ def save_pipeline(
             if older != generation and older.is_dir():
                 shutil.rmtree(older, ignore_errors=True)
     return path
+
+
+PATH_PARAMS = ("model", "query_model", "passage_model", "model_name_or_path", "punkt_params_path")
+
+
+def absolute_local_paths(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Model and file parameters that name a local path relative to the working directory, made
+    absolute: the saved YAML then loads from anywhere (a hub name, which is no local path, stays)."""
+    return {
+        key: str(Path(value).resolve())
+        if key in PATH_PARAMS and isinstance(value, str) and not Path(value).is_absolute() and Path(value).exists()
+        else value
+        for key, value in params.items()
+    }
 
 
 def refuse_unsaveable_stores(components: Dict[str, BaseComponent]) -> None:

@@ -75,3 +75,53 @@ def test_a_store_the_yaml_would_lose_is_refused_before_anything_is_written(tmp_p
     with pytest.raises(PipelineConfigError, match="InMemoryDocumentStore's 15 documents live in this process only"):
         save_pipeline(pipeline, tmp_path / "q.yml")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_shipped_bm25_rerank_and_indexing_pipelines_round_trip_from_another_folder(
+    tmp_path, tiny_bert, corpus, monkeypatch
+):
+    """Relative model paths (as a user writes them) are saved so that another folder finds them."""
+    from tiny_models import make_tiny_cross_encoder
+
+    monkeypatch.chdir(tmp_path)
+    make_tiny_cross_encoder(tmp_path / "ce", initializer_range=0.5)
+    monkeypatch.setenv("RANKER_PARAMS_MODEL", "ce")  # relative to this working directory
+    text = (PIPELINES / "hybrid.haystack-pipeline.yml").read_text().replace("quantize: int8", "# quantize: int8")
+    (tmp_path / "hybrid.yml").write_text(text)
+    rerank = load_pipeline(tmp_path / "hybrid.yml", pipeline_name="bm25_rerank")
+    rerank.get_node("BM25").document_store.write_documents(corpus)
+    params = {"BM25": {"top_k": 5}, "Ranker": {"top_k": 3}}
+    before = [
+        (d.id, round(d.score, 5)) for d in rerank.run(query="Who discovered penicillin?", params=params)["documents"]
+    ]
+    save_pipeline(rerank, tmp_path / "served" / "rerank.yml")
+    monkeypatch.delenv("RANKER_PARAMS_MODEL")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = load_pipeline(tmp_path / "served" / "rerank.yml")
+    after = [
+        (d.id, round(d.score, 5)) for d in again.run(query="Who discovered penicillin?", params=params)["documents"]
+    ]
+    assert after == before
+
+    monkeypatch.chdir(tmp_path)
+    text = (
+        (PIPELINES / "indexing.haystack-pipeline.yml")
+        .read_text()
+        .replace("embedding_dim: 384", "embedding_dim: 32")
+        .replace("query_model: sentence-transformers/all-MiniLM-L6-v2", f"query_model: {tiny_bert}")
+    )
+    (tmp_path / "indexing.yml").write_text(text)
+    indexing = load_pipeline(tmp_path / "indexing.yml", pipeline_name="indexing")
+    files = sorted(DEMO.glob("*.txt"))
+    indexing.run(file_paths=files, meta=[{"name": f.stem} for f in files])
+    count = indexing.get_document_store().get_document_count()
+    question = "When was the Fresnel lens invented?"
+    expected = [(d.id, round(d.score, 5)) for d in indexing.get_node("Retriever").retrieve(question, top_k=3)]
+    save_pipeline(indexing, tmp_path / "served" / "indexing.yml")
+    monkeypatch.chdir(elsewhere)
+    reloaded = load_pipeline(tmp_path / "served" / "indexing.yml")
+    store = reloaded.get_document_store()
+    assert store.get_document_count() == store.get_embedding_count() == count > 30
+    assert [(d.id, round(d.score, 5)) for d in reloaded.get_node("Retriever").retrieve(question, top_k=3)] == expected
