@@ -9,7 +9,7 @@ length before batching, which on a CPU spends about half the padded tokens of ar
 ``quantize="int8"`` scores 1.5-2.4x faster on a CPU with the same preferences (``haystack_dcsr/int8.py``).
 """
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -41,8 +41,9 @@ class CrossEncoder:
         batch_size: int = 32,
         device: Optional[str] = None,
         quantize: Optional[Quantize] = None,
+        token: Optional[Union[str, bool]] = None,
     ):
-        path = resolve_model_path(model)
+        path = resolve_model_path(model, token)
         # never run code shipped with a model directory (an auto_map would make transformers ask, or run it)
         self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         self.model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=False)

@@ -125,8 +125,9 @@ class ModelFiles:
     splitter_file: Optional[str] = None
 
     @classmethod
-    def locate(cls, name_or_path: str) -> "ModelFiles":
-        root = Path(resolve_model_path(name_or_path))
+    def locate(cls, name_or_path: str, token: Optional[Union[str, bool]] = None) -> "ModelFiles":
+        """The parts of a local directory or hub name (``token``: Haystack's ``use_auth_token``)."""
+        root = Path(resolve_model_path(name_or_path, token))
         manifest = root / MODEL_FILE
         splitter = str(root / SPLITTER_FILE) if (root / SPLITTER_FILE).is_file() else None
         if manifest.is_file():

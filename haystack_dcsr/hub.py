@@ -22,15 +22,17 @@ from haystack_dcsr.atomic_files import atomic_write_text
 SNAPSHOT_PATTERNS = ["*.json", "*.txt", "*.model", "tokenizer*", "*.safetensors", "*/config.json", "README.md"]
 
 
-def snapshot(repo_id: str, revision: Optional[str] = None) -> str:
+def snapshot(repo_id: str, revision: Optional[str] = None, token: Optional[Union[str, bool]] = None) -> str:
     """The local directory of a hub model: the cached snapshot, downloaded first when online.
     Only configs, tokenizer files and safetensors weights are fetched (``pytorch_model.bin`` only
     when a repository has no safetensors)."""
     from huggingface_hub import snapshot_download
 
-    directory = Path(snapshot_download(repo_id, revision=revision, allow_patterns=SNAPSHOT_PATTERNS))
+    directory = Path(snapshot_download(repo_id, revision=revision, allow_patterns=SNAPSHOT_PATTERNS, token=token))
     if not any(directory.glob("*.safetensors")):
-        directory = Path(snapshot_download(repo_id, revision=revision, allow_patterns=["pytorch_model.bin"]))
+        directory = Path(
+            snapshot_download(repo_id, revision=revision, allow_patterns=["pytorch_model.bin"], token=token)
+        )
     return str(directory)
 
 

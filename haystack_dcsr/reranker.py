@@ -28,6 +28,7 @@ class CrossEncoderRanker(BaseRanker):
         default); False keeps the raw logit. Blended scores are in [0, 1] either way.
     :param progress_bar: a progress bar over scoring batches.
     :param devices: Haystack's device list; the first is used (e.g. ``["cuda:1"]``, ``["cpu"]``).
+    :param use_auth_token: a Hugging Face token (or True: the stored one) for a private or gated hub model.
     :param quantize: ``"int8"`` scores on the CPU (whatever ``use_gpu`` says) 1.5-2.4x faster (MiniLM-L6 to
         mpnet-base) with the same preferences; it needs a C++ compiler, and the first query waits ~1-2 min for
         compilation. None: fp32.
@@ -44,6 +45,7 @@ class CrossEncoderRanker(BaseRanker):
         scale_score: bool = True,
         progress_bar: bool = True,
         devices: Optional[List[str]] = None,
+        use_auth_token: Optional[Union[str, bool]] = None,
     ):
         super().__init__()
         check_parameters(
@@ -57,7 +59,7 @@ class CrossEncoderRanker(BaseRanker):
         self.scale_score, self.progress_bar = scale_score, progress_bar
         # Haystack's devices win over use_gpu; with quantize, None is the CPU too
         device = first_device("CrossEncoderRanker", None, devices) or (None if use_gpu else "cpu")
-        self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize)
+        self.scorer = CrossEncoder(model, batch_size=batch_size, device=device, quantize=quantize, token=use_auth_token)
         self.scorer.warm_up()  # int8 compiles when the pipeline loads, not at the first query
 
     def predict(self, query: str, documents: List[Document], top_k: Optional[int] = None) -> List[Document]:

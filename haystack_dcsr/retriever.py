@@ -84,6 +84,7 @@ class DCSRRetriever(DenseRetriever):
         setting: vectors move slightly (README, "The towers on a CPU"). A given ``query_encoder`` keeps its own.
     :param devices: Haystack's device list (e.g. ``["cuda:1"]``); the first is used. ``device`` is the
         same as a one-item list.
+    :param use_auth_token: a Hugging Face token (or True: the stored one) for private or gated hub models.
     :param mark_answer_sentence: also score every sentence of each returned passage *alone* against the
         query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.evidence``): the
         supporting sentences are scored in context, so the first of them is not always the answer.
@@ -113,6 +114,7 @@ class DCSRRetriever(DenseRetriever):
         quantize: Optional[Quantize] = None,
         devices: Optional[List[str]] = None,
         mark_answer_sentence: bool = False,
+        use_auth_token: Optional[Union[str, bool]] = None,
     ):
         super().__init__()
         device = first_device("DCSRRetriever", device, devices)
@@ -130,7 +132,7 @@ class DCSRRetriever(DenseRetriever):
         if model is not None and (query_model != DEFAULT_MODEL or passage_model or query_encoder):
             raise ValueError("DCSRRetriever: give either model or query_model/passage_model/query_encoder, not both")
         self.document_store = document_store
-        files = ModelFiles.locate(model or query_model)  # fails now, not at indexing time, on a missing directory
+        files = ModelFiles.locate(model or query_model, use_auth_token)  # a missing directory fails now
         self.query_encoder = query_encoder or QueryEncoder(
             model or query_model,  # it reads the model's query settings itself (dcsr_model.json wins)
             pooling=pooling,
@@ -142,9 +144,10 @@ class DCSRRetriever(DenseRetriever):
             precision=precision,
             progress_bar=progress_bar,
             quantize=quantize,
+            use_auth_token=use_auth_token,
         )
         if passage_model:
-            files = ModelFiles.locate(passage_model)
+            files = ModelFiles.locate(passage_model, use_auth_token)
         self.passage_model = files.passage_dir
         self._passage_options = {
             **files.settings.tower_overrides("passage"),

@@ -32,3 +32,23 @@ def test_the_1x_ranker_defaults_are_the_shared_ones():
     assert params["first_stage_weight"].default == DEFAULT_FIRST_STAGE_WEIGHT == 0.0
     assert params["top_k"].default == DEFAULT_TOP_K == 10
     assert params["scale_score"].default is True and "progress_bar" in params and "devices" in params
+
+
+def test_use_auth_token_reaches_the_hub_for_every_model_a_node_loads(tiny_bert, monkeypatch, tmp_path):
+    from tiny_models import make_tiny_cross_encoder
+
+    import haystack_dcsr.hub as hub
+
+    cross_encoder = make_tiny_cross_encoder(tmp_path / "ce")
+    asked = []
+
+    def snapshot(repo_id, revision=None, token=None):
+        asked.append((repo_id, token))
+        return cross_encoder if repo_id == "me/ce" else tiny_bert
+
+    monkeypatch.setattr(hub, "snapshot", snapshot)
+    DCSRRetriever(query_model="me/private-dcsr", use_auth_token="hf_secret", progress_bar=False)
+    QueryEncoder("me/private-query", use_auth_token=True)
+    CrossEncoderRanker(model="me/ce", use_auth_token="hf_other", use_gpu=False)
+    assert ("me/private-dcsr", "hf_secret") in asked and ("me/private-query", True) in asked
+    assert ("me/ce", "hf_other") in asked and all(token is not None for _, token in asked)
