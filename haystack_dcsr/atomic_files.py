@@ -8,8 +8,9 @@ the temporary file and leaves the real one as it was.
 
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Callable, Union
+from typing import BinaryIO, Callable, Iterator, Union
 
 PathLike = Union[str, Path]
 
@@ -20,21 +21,28 @@ def temporary_name(path: PathLike) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
-def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> Path:
-    """Replace ``path`` with what ``write`` writes into the binary file it is given."""
+@contextmanager
+def replacing(path: PathLike) -> Iterator[Path]:
+    """A temporary path to write ``path``'s new version to (by any means: a file, SQLite's backup);
+    on leaving the block it is flushed and renamed over ``path``, on an error removed."""
     path = Path(path)
     temporary = temporary_name(path)
     try:
-        with open(temporary, "wb") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
+        yield temporary
+        with open(temporary, "rb+") as written:
+            os.fsync(written.fileno())
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
-    return path
+
+
+def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """Replace ``path`` with what ``write`` writes into the binary file it is given."""
+    with replacing(path) as temporary, open(temporary, "wb") as out:
+        write(out)
+    return Path(path)
 
 
 def atomic_write_bytes(path: PathLike, data: Union[bytes, memoryview]) -> Path:

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from haystack_dcsr.atomic_files import atomic_write_bytes, atomic_write_text, fsync_folder, temporary_name
+from haystack_dcsr.atomic_files import atomic_write_bytes, atomic_write_text, replacing
 from haystack_dcsr.index_fingerprint import fingerprint_of
 from haystack_dcsr.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
 from haystack_dcsr.sql_rows import sqlite_connection, store_lock
@@ -83,8 +83,7 @@ def save_faiss_store(
 
 def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:
     """A consistent copy of an open SQLite database (SQLite's online backup), written atomically."""
-    temporary = temporary_name(path)
-    try:
+    with replacing(path) as temporary:
         target = sqlite3.connect(str(temporary))
         try:
             connection.backup(target)
@@ -92,13 +91,6 @@ def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:
             raise OSError(errno.EIO, f"could not copy the SQLite database to {path} ({error}): is the disk full?")
         finally:
             target.close()
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fsync_folder(path.parent)
 
 
 def absolute_sql_url(sql_url: str, base: Path) -> str:

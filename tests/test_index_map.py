@@ -65,20 +65,26 @@ def test_a_saved_map_replaces_the_full_scan_after_load_and_grows_incrementally(t
     assert the_map(fresh, loaded).mapped == sql_vector_rows(loaded) == loaded.get_embedding_count() == 21
 
 
-def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, corpus, scans, caplog):
+def other_index_with_first_map(tmp_path, tiny_bert, corpus, text=lambda t: t):
+    """Two stores over the same passages under other ids (their text changed by ``text``); the second's
+    index file loaded with the first's vector map beside it. Returns (first retriever, other, loaded)."""
     first, other = make_store("faiss-flat", tmp_path, "first"), make_store("faiss-flat", tmp_path, "other")
     retriever = make_retriever(tiny_bert, first)
     write(first, corpus)
     first.update_embeddings(retriever)
-    renamed = [Document(d.content.replace(".", "!"), id=f"v2-{d.id}", meta=d.meta) for d in corpus]
-    write(other, renamed)  # as many vectors, other sentences (and vectors) behind each vector id
+    renamed = [Document(text(d.content), id=f"v2-{d.id}", meta=d.meta) for d in corpus]
+    write(other, renamed)  # as many vectors, other sentences behind each vector id
     other.update_embeddings(make_retriever(tiny_bert, other))
     other.save(str(tmp_path / "other.faiss"))
     first.save(str(tmp_path / "first.faiss"))
     retriever.save_index_map(tmp_path / "first.faiss")
-    # the other store's index file, with the first store's map beside it
     (tmp_path / "first.faiss.dcsr-map.npz").rename(tmp_path / "other.faiss.dcsr-map.npz")
-    loaded = FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+    return other, renamed, FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+
+
+def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, corpus, scans, caplog):
+    # other text, so other vectors too: the map belongs to neither the index nor the database
+    other, renamed, loaded = other_index_with_first_map(tmp_path, tiny_bert, corpus, lambda t: t.replace(".", "!"))
     scans.clear()
     reader = make_retriever(tiny_bert, loaded)
     assert set(everything(reader, loaded)) == {d.id for d in renamed}
@@ -89,17 +95,7 @@ def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, 
 def test_a_map_whose_vectors_match_but_whose_database_does_not_is_refused(tmp_path, tiny_bert, corpus):
     """The same vectors under other sentence ids: index and map are one save, the database another;
     a rebuild from that database could pair vectors with the wrong sentences, so nothing is served."""
-    first, other = make_store("faiss-flat", tmp_path, "first"), make_store("faiss-flat", tmp_path, "other")
-    retriever = make_retriever(tiny_bert, first)
-    write(first, corpus)
-    first.update_embeddings(retriever)
-    write(other, [Document(d.content, id=f"v2-{d.id}", meta=d.meta) for d in corpus])
-    other.update_embeddings(make_retriever(tiny_bert, other))
-    other.save(str(tmp_path / "other.faiss"))
-    first.save(str(tmp_path / "first.faiss"))
-    retriever.save_index_map(tmp_path / "first.faiss")
-    (tmp_path / "first.faiss.dcsr-map.npz").rename(tmp_path / "other.faiss.dcsr-map.npz")
-    loaded = FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+    _, _, loaded = other_index_with_first_map(tmp_path, tiny_bert, corpus)
     with pytest.raises(IndexOutOfSyncError, match="The SQL database .* is not the one saved with the FAISS index"):
         make_retriever(tiny_bert, loaded).retrieve("Fleming")
 

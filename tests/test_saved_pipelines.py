@@ -16,6 +16,19 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo"
 QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "Where do bananas grow?"]
 
 
+def shipped(name: str, tiny_bert: str, folder: Path) -> Path:
+    """A shipped YAML with the tiny test model in place of MiniLM (and its dimension), written to ``folder``."""
+    text = (
+        (PIPELINES / f"{name}.haystack-pipeline.yml")
+        .read_text()
+        .replace("embedding_dim: 384", "embedding_dim: 32")
+        .replace("query_model: sentence-transformers/all-MiniLM-L6-v2", f"query_model: {tiny_bert}")
+        .replace("document_store: SentenceStore", f"document_store: SentenceStore\n      query_model: {tiny_bert}")
+    )
+    (folder / f"{name}.yml").write_text(text)
+    return folder / f"{name}.yml"
+
+
 def ranking(pipeline):
     runs = [pipeline.run(query=q, params={"Hybrid": {"top_k_join": 5}})["documents"] for q in QUESTIONS]
     return [[(d.id, round(d.score, 5)) for d in docs] for docs in runs]
@@ -23,14 +36,7 @@ def ranking(pipeline):
 
 def test_a_saved_hybrid_answers_the_same_from_another_working_directory(tmp_path, tiny_bert, corpus, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    text = (
-        (PIPELINES / "hybrid.haystack-pipeline.yml")
-        .read_text()
-        .replace("embedding_dim: 384", "embedding_dim: 32")
-        .replace("document_store: SentenceStore", f"document_store: SentenceStore\n      query_model: {tiny_bert}")
-    )
-    (tmp_path / "hybrid.yml").write_text(text)
-    pipeline = load_pipeline(tmp_path / "hybrid.yml", pipeline_name="search")
+    pipeline = load_pipeline(shipped("hybrid", tiny_bert, tmp_path), pipeline_name="search")
     pipeline.get_node("BM25").document_store.write_documents(corpus)
     sentences = pipeline.get_node("DCSR").document_store
     sentences.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
@@ -49,17 +55,11 @@ def test_a_saved_hybrid_answers_the_same_from_another_working_directory(tmp_path
 
 def test_the_shipped_indexing_yaml_runs_twice_in_one_folder(tmp_path, tiny_bert, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    text = (
-        (PIPELINES / "indexing.haystack-pipeline.yml")
-        .read_text()
-        .replace("embedding_dim: 384", "embedding_dim: 32")
-        .replace("query_model: sentence-transformers/all-MiniLM-L6-v2", f"query_model: {tiny_bert}")
-    )
-    (tmp_path / "indexing.yml").write_text(text)  # the shipped file, with the tiny test model
+    path = shipped("indexing", tiny_bert, tmp_path)
     files = sorted(DEMO.glob("*.txt"))
     counts = []
     for _ in range(2):
-        indexing = load_pipeline(tmp_path / "indexing.yml", pipeline_name="indexing")
+        indexing = load_pipeline(path, pipeline_name="indexing")
         indexing.run(file_paths=files, meta=[{"name": f.stem} for f in files])
         store = indexing.get_document_store()
         counts.append((store.get_document_count(), store.get_embedding_count()))
@@ -106,14 +106,7 @@ def test_the_shipped_bm25_rerank_and_indexing_pipelines_round_trip_from_another_
     assert after == before
 
     monkeypatch.chdir(tmp_path)
-    text = (
-        (PIPELINES / "indexing.haystack-pipeline.yml")
-        .read_text()
-        .replace("embedding_dim: 384", "embedding_dim: 32")
-        .replace("query_model: sentence-transformers/all-MiniLM-L6-v2", f"query_model: {tiny_bert}")
-    )
-    (tmp_path / "indexing.yml").write_text(text)
-    indexing = load_pipeline(tmp_path / "indexing.yml", pipeline_name="indexing")
+    indexing = load_pipeline(shipped("indexing", tiny_bert, tmp_path), pipeline_name="indexing")
     files = sorted(DEMO.glob("*.txt"))
     indexing.run(file_paths=files, meta=[{"name": f.stem} for f in files])
     count = indexing.get_document_store().get_document_count()

@@ -5,7 +5,7 @@ import re
 import subprocess
 
 import pytest
-from wheel_check import ROOT, build, clean_venv, run_in, wheel_metadata, wheel_names
+from wheel_check import build, clean_venv, quick_start_in, wheel_metadata, wheel_names
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +32,8 @@ def test_the_wheel_holds_the_package_its_entry_point_and_extras(installed):
 
 def test_the_installed_wheel_runs_the_quick_start_and_the_commands(installed, tmp_path):
     _, _, python, folder = installed
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Haystack 1.x quick start")
-    quick_start = re.search(r"```python\n(.*?)```", readme[start:], re.S).group(1)
-    code = (
-        "import haystack_dcsr, sys\n"
-        f"assert haystack_dcsr.__file__.startswith({str(folder / 'venv')!r}), haystack_dcsr.__file__\n"
-        + quick_start
-        + "\nprint('TOP', best[0].meta['dcsr_sentences'][0]['text'])\n"
-    )
-    result = run_in(python, code, cwd=tmp_path)
+    check = "print('TOP', best[0].meta['dcsr_sentences'][0]['text'])"
+    result = quick_start_in(python, "## Haystack 1.x quick start", folder / "venv", check, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "TOP The Eiffel Tower was completed in 1889." in result.stdout
     env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}

@@ -65,3 +65,25 @@ def wheel_metadata(wheel: Path, name: str) -> str:
 def run_in(python: Path, code: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
     return subprocess.run([str(python), "-c", code], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def readme_snippet(heading: str) -> str:
+    """The first ```python block after ``heading`` in the README."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    return re.search(r"```python\n(.*?)```", readme[readme.index(heading) :], re.S).group(1)
+
+
+def quick_start_in(python: Path, heading: str, venv_folder: Path, check: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The README's quick start under ``heading`` run by ``python``, after checking that
+    ``haystack_dcsr`` is the copy installed in ``venv_folder``; ``check`` is printed code appended."""
+    code = (
+        "import haystack_dcsr\n"
+        f"assert haystack_dcsr.__file__.startswith({str(venv_folder)!r}), haystack_dcsr.__file__\n"
+        + readme_snippet(heading)
+        + "\n"
+        + check
+        + "\n"
+    )
+    return run_in(python, code, cwd=cwd)
