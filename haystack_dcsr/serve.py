@@ -22,7 +22,7 @@ from typing import List, Optional
 INSTALL = "pip install 'git+https://github.com/deepset-ai/haystack.git@v1.26.4#subdirectory=rest_api' uvicorn"
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--pipeline", required=True, help="the YAML file (sets PIPELINE_YAML_PATH)")
     parser.add_argument("--query-pipeline", default="query", help="its query pipeline (QUERY_PIPELINE_NAME)")
@@ -32,8 +32,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
     )
-    parser.add_argument("--port", type=int, default=8000)
-    args = parser.parse_args(argv)
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")

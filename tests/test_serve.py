@@ -28,7 +28,7 @@ def stand_ins(directory: Path) -> Path:
     (directory / "uvicorn.py").write_text(
         textwrap.dedent("""
         def run(app, host, port, workers):
-            print("SERVING", type(app["pipeline"].get_node("Retriever")).__name__, port, workers)
+            print("SERVING", type(app["pipeline"].get_node("Retriever")).__name__, host, port, workers)
     """)
     )
     return directory
@@ -59,7 +59,7 @@ def test_the_launcher_serves_yaml_that_names_dcsr_nodes(tmp_path, tiny_bert):
         tmp_path,
     )
     assert served.returncode == 0, served.stderr[-2000:]
-    assert "SERVING DCSRRetriever 8123 1" in served.stdout
+    assert "SERVING DCSRRetriever 127.0.0.1 8123 1" in served.stdout  # loopback unless --host says otherwise
 
 
 def test_the_launcher_says_how_to_install_the_rest_api(tmp_path, tiny_bert):

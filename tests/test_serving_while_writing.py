@@ -21,7 +21,7 @@ from haystack_dcsr.store_guard import StoreGuard
 QUERIES = ["Who discovered penicillin?", "Which planet has a storm?", "What is the capital of France?"]
 NEPTUNE = Document(id="neptune", content="Neptune is the farthest planet. It has a dark storm. Winds there are fast.")
 PARIS_SHORT = "Paris is the capital of France. The Eiffel Tower was completed in 1889."
-SOAK_SECONDS = 12
+SOAK_SECONDS = 7
 READERS = 3
 
 
