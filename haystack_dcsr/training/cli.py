@@ -153,6 +153,14 @@ def average(args) -> None:
     print(f"averaged {len(args.directories)} checkpoints -> {average_checkpoints(args.directories, args.out)}")
 
 
+def build_model(args) -> None:
+    from haystack_dcsr.training.build_model import build_model as build
+
+    out = build(args.data, args.out, args.corpus, args.dev, args.budget, args.recipe, args.set, args.dry_run)
+    if not args.dry_run:
+        print(f"model directory: {out} (load it with DCSRRetriever(model={str(out)!r}))")
+
+
 def publish(args) -> None:
     from haystack_dcsr.hub import publish as upload
 
@@ -277,6 +285,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="the new directory (must not exist)")
     p.set_defaults(func=average)
 
+    from haystack_dcsr.training.build_model import DEFAULT_RECIPE
+
+    p = commands.add_parser(
+        "build-model",
+        help="the recommended model in one resumable command: data, BM25 negatives, a first model, "
+        "its own negatives, DCSR-hard, the model card",
+    )
+    p.add_argument("--data", type=Path, required=True, help="SQuAD v1.1 JSON(.gz) training file, or records JSONL")
+    p.add_argument("--corpus", type=Path, help="the passages (JSONL) the records come from; needed with records")
+    p.add_argument("--dev", type=Path, help="dev data (SQuAD JSON or records JSONL): validation and best/ selection")
+    p.add_argument("--out", type=Path, required=True, help="the model directory to write (work files in out/work)")
+    p.add_argument("--budget", choices=("cpu", "gpu"), default="cpu", help="the recipe's step counts (default cpu)")
+    p.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE, help=f"the recipe file (default {DEFAULT_RECIPE})")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting of both training stages"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list the stages with estimated times; run nothing")
+    p.set_defaults(func=build_model)
+
     p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
     p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")
     p.add_argument("repo_id", help="org/name on the Hugging Face hub")
@@ -292,12 +319,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from haystack_dcsr.hub import PublishError
     from haystack_dcsr.training.averaging import CheckpointMismatch
+    from haystack_dcsr.training.build_model import BuildError
     from haystack_dcsr.training.config import ConfigError
     from haystack_dcsr.training.engine import CheckpointError
 
     try:
         args.func(args)
-    except (DataError, ConfigError, CheckpointError, CheckpointMismatch, FileExistsError, PublishError) as error:
+    except (
+        DataError,
+        ConfigError,
+        CheckpointError,
+        CheckpointMismatch,
+        FileExistsError,
+        PublishError,
+        BuildError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
 

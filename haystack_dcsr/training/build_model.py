@@ -1,0 +1,228 @@
+"""``dcsr-train build-model``: the recommended model from SQuAD-format data in one resumable command.
+
+Stages, each writing its output under ``<out>/work/`` and a ``<stage>.done`` marker once it is whole,
+so a command run again (after a kill, or to change a later stage) skips what is done:
+
+1. ``data``: SQuAD JSON(.gz) -> training records and a passage corpus (or the trainer's JSONL as given);
+2. ``bm25``: BM25 hard negatives for every question (the embedded sparse BM25 store);
+3. ``first``: a first DCSR model on them;
+4. ``dense``: that model's own hard negatives (the paper's DCSR-hard mining);
+5. ``hard``: a fresh DCSR model trained on those: the recommended model, copied to ``<out>``;
+6. ``card``: the model card, with the recipe and the dev metrics of training.
+
+The recipe is ``trainer/configs/build_model.yaml`` (budgets ``cpu`` and ``gpu``) over the training
+config it names; nothing here restates a recipe value. ``--dry-run`` lists the stages with an estimate
+of their time from the budget's ``seconds_per_step``.
+"""
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import yaml
+
+logger = logging.getLogger(__name__)
+
+STAGES = ("data", "bm25", "first", "dense", "hard", "card")
+DEFAULT_RECIPE = Path("trainer/configs/build_model.yaml")
+
+
+class BuildError(ValueError):
+    """Bad input to build-model; the message names it and what to do."""
+
+
+def load_recipe(path: Path, budget: str) -> Dict:
+    if not path.is_file():
+        raise BuildError(
+            f"{path}: no recipe file (run from a clone, or pass --recipe trainer/configs/build_model.yaml)"
+        )
+    recipe = yaml.safe_load(path.read_text())
+    if not isinstance(recipe, dict) or budget not in recipe.get("budgets", {}):
+        raise BuildError(f"{path}: no budget {budget!r} (budgets: {', '.join(recipe.get('budgets', {}))})")
+    config = path.parent / recipe["train_config"]
+    if not config.is_file():
+        raise BuildError(f"{path}: its train_config {config} does not exist")
+    recipe["train_config"] = config
+    return recipe
+
+
+def plan(recipe: Dict, budget: str, questions: int) -> List[Dict]:
+    """Each stage with an estimate of its seconds (training from steps x seconds_per_step)."""
+    spec = recipe["budgets"][budget]
+    per_step = float(spec["seconds_per_step"])
+
+    def steps(stage: str) -> int:
+        settings = spec[stage]
+        if settings.get("max_steps"):
+            return int(settings["max_steps"])
+        return int(settings.get("epochs", 1)) * max(questions // int(settings.get("batch_size", 32)), 1)
+
+    return [
+        {"stage": "data", "seconds": 30 + questions * 0.001},
+        {"stage": "bm25", "seconds": 30 + questions * 0.005},
+        {"stage": "first", "seconds": steps("first") * per_step, "steps": steps("first")},
+        {"stage": "dense", "seconds": 120 + questions * 0.011},
+        {"stage": "hard", "seconds": steps("hard") * per_step, "steps": steps("hard")},
+        {"stage": "card", "seconds": 5},
+    ]
+
+
+def build_model(
+    train: Path,
+    out: Path,
+    corpus: Optional[Path] = None,
+    dev: Optional[Path] = None,
+    budget: str = "cpu",
+    recipe_path: Path = DEFAULT_RECIPE,
+    overrides: Sequence[str] = (),
+    dry_run: bool = False,
+) -> Path:
+    """Build the recommended model into ``out`` (a model directory); see the module docstring."""
+    from tqdm.auto import tqdm
+
+    recipe = load_recipe(recipe_path, budget)
+    train, out = Path(train), Path(out)
+    if not train.is_file():
+        raise BuildError(f"{train}: no such file (a SQuAD v1.1 JSON(.gz) file, or training records JSONL)")
+    squad = ".jsonl" not in train.suffixes
+    if not squad and corpus is None:
+        raise BuildError(f"{train} holds training records: give the passages they come from with --corpus")
+    work = out / "work"
+    questions = _count_questions(train, squad)
+    stages = plan(recipe, budget, questions)
+    if dry_run:
+        for stage in stages:
+            done = (work / f"{stage['stage']}.done").is_file()
+            steps = f", {stage['steps']} steps" if "steps" in stage else ""
+            print(f"{stage['stage']:6s} ~{_duration(stage['seconds'])}{steps}{' (done)' if done else ''}")
+        print(f"total  ~{_duration(sum(s['seconds'] for s in stages))} for {questions} questions, budget {budget!r}")
+        return out
+    work.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "records": work / "train.jsonl",
+        "corpus": work / "corpus.jsonl" if squad else Path(corpus),
+        "bm25": work / "train_bm25.jsonl",
+        "dense": work / "train_hard.jsonl",
+        "dev": work / "dev.jsonl",
+    }
+    remaining = {stage["stage"]: stage["seconds"] for stage in stages}
+    bar = tqdm(total=len(STAGES), desc="build-model", unit=" stages")
+    for stage in STAGES:
+        marker = work / f"{stage}.done"
+        if marker.is_file():
+            remaining.pop(stage)
+            bar.update(1)
+            continue
+        bar.set_postfix_str(f"{stage}; ETA {_duration(sum(remaining.values()))}")
+        started = time.perf_counter()
+        _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides)
+        marker.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1)}))
+        remaining.pop(stage)
+        bar.update(1)
+    bar.close()
+    return out
+
+
+def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides) -> None:
+    from haystack_dcsr.training.cli import read_corpus, write_corpus
+    from haystack_dcsr.training.data import load_records, squad_to_records, write_records
+
+    if stage == "data":
+        if squad:
+            records, passages = squad_to_records(train, id_prefix="train-")
+            write_records(records, paths["records"])
+            write_corpus(passages, paths["corpus"])
+        else:
+            shutil.copyfile(train, paths["records"])
+        if dev is not None:
+            write_records(
+                squad_to_records(dev, id_prefix="dev-")[0]
+                if ".jsonl" not in dev.suffixes
+                else load_records(dev).records,
+                paths["dev"],
+            )
+    elif stage == "bm25":
+        from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
+
+        retriever = bm25_retriever(read_corpus(paths["corpus"]))
+        keep = int(recipe["bm25_negatives"])
+        mine_hard_negatives(
+            load_records(paths["records"]).records, retriever, paths["bm25"], top_k=max(30, keep), keep=keep
+        )
+    elif stage in ("first", "hard"):
+        _train(stage, recipe, budget, paths, work, overrides)
+        if stage == "hard":
+            if out.joinpath("dcsr_model.json").exists():
+                for item in ("query_encoder", "passage_encoder"):
+                    shutil.rmtree(out / item, ignore_errors=True)
+            best = _best(work / "hard")
+            for item in best.iterdir():
+                target = out / item.name
+                if item.is_dir():
+                    shutil.rmtree(target, ignore_errors=True)
+                    shutil.copytree(item, target)
+                else:
+                    shutil.copy2(item, target)
+    elif stage == "dense":
+        from haystack_dcsr.training.mining import mine_with_retriever
+
+        keep = int(recipe["dense_negatives"])
+        mine_with_retriever(
+            _best(work / "first"),
+            load_records(paths["bm25"]).records,
+            read_corpus(paths["corpus"]),
+            paths["dense"],
+            top_k=max(30, keep),
+            keep=keep,
+        )
+    elif stage == "card":
+        card = out / "README.md"
+        if not card.is_file():
+            raise BuildError(f"{out}: the DCSR-hard stage left no model card")
+        spec = recipe["budgets"][budget]
+        card.write_text(
+            card.read_text()
+            + f"\n## Built by `dcsr-train build-model --budget {budget}`\n\n"
+            + "BM25 hard negatives, a first DCSR model "
+            + f"({json.dumps(spec['first'])}), its own hard negatives, then this model ({json.dumps(spec['hard'])}).\n"
+        )
+
+
+def _train(stage, recipe, budget, paths, work, overrides) -> None:
+    from haystack_dcsr.training.config import TrainConfig
+    from haystack_dcsr.training.engine import Trainer
+
+    settings = [f"{key}={json.dumps(value)}" for key, value in recipe["budgets"][budget][stage].items()]
+    settings += [
+        f"train_file={paths['bm25'] if stage == 'first' else paths['dense']}",
+        f"output_dir={work / stage}",
+        f"dev_file={paths['dev'] if paths['dev'].is_file() else 'null'}",
+    ]
+    config = TrainConfig.from_yaml(recipe["train_config"], settings + list(overrides))
+    Trainer(config).train(resume=True)
+
+
+def _best(run: Path) -> Path:
+    for name in ("best", "last"):
+        if (run / name / "dcsr_model.json").is_file():
+            return run / name
+    raise BuildError(f"{run}: the training stage wrote no model (best/ or last/)")
+
+
+def _count_questions(train: Path, squad: bool) -> int:
+    from haystack_dcsr.training.data import read_json, read_lines
+
+    if squad:
+        data = read_json(train)
+        return sum(len(p.get("qas", [])) for article in data.get("data", []) for p in article.get("paragraphs", []))
+    return sum(1 for _, line in read_lines(train) if line.strip())
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )

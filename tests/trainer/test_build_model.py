@@ -1,0 +1,83 @@
+"""``dcsr-train build-model`` end to end on a tiny SQuAD-format corpus: every stage runs, the output is a
+model directory the retriever loads, a second run skips what is done, and --dry-run plans without running."""
+
+import json
+
+import pytest
+from conftest import CITIES, COUNTRIES, FILLER, make_tiny_bert
+
+from haystack_dcsr.training.cli import main
+
+
+def tiny_squad(path, n=16):
+    paragraphs = []
+    for i in range(n):
+        country, city = COUNTRIES[i], CITIES[i]
+        context = f"{FILLER[i % 5].capitalize()} The capital of {country} is {city}. {FILLER[(i + 2) % 5].capitalize()}"
+        start = context.index(city)
+        qas = [
+            {
+                "id": f"q{i}",
+                "question": f"what is the capital of {country}?",
+                "answers": [{"text": city, "answer_start": start}],
+            }
+        ]
+        paragraphs.append({"context": context, "qas": qas})
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "capitals", "paragraphs": paragraphs}]}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("build_base"), max_length=128)
+
+
+def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, base, capsys):
+    data = tiny_squad(tmp_path / "train.json")
+    out = tmp_path / "model"
+    settings = [
+        "--set",
+        f"base_model={base}",
+        "--set",
+        "max_steps=2",
+        "--set",
+        "max_passage_len=64",
+        "--set",
+        "precision=fp32",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "retrieval_dev_passages=0",
+    ]
+    main(["build-model", "--data", str(data), "--out", str(out), *settings])
+    assert {p.name for p in (out / "work").glob("*.done")} == {
+        f"{s}.done" for s in ("data", "bm25", "first", "dense", "hard", "card")
+    }
+    assert (out / "dcsr_model.json").is_file() and (out / "query_encoder").is_dir()
+    assert "Built by `dcsr-train build-model --budget cpu`" in (out / "README.md").read_text()
+    hard = [json.loads(line) for line in (out / "work" / "train_hard.jsonl").read_text().splitlines()]
+    assert len(hard) == 16 and all(r["hard_negative_ctxs"] for r in hard)  # the first model's own negatives
+    from haystack.document_stores import InMemoryDocumentStore
+
+    from haystack_dcsr import DCSRRetriever
+
+    retriever = DCSRRetriever(document_store=InMemoryDocumentStore(embedding_dim=32), model=str(out))
+    assert retriever.embedding_dim == 32
+    # a second run finds every stage done and changes nothing
+    stamp = (out / "dcsr_model.json").stat().st_mtime_ns
+    main(["build-model", "--data", str(data), "--out", str(out), *settings])
+    assert (out / "dcsr_model.json").stat().st_mtime_ns == stamp
+    capsys.readouterr()
+    main(["build-model", "--data", str(data), "--out", str(out), "--dry-run"])
+    plan = capsys.readouterr().out
+    assert "first  ~" in plan and "200 steps (done)" in plan and "total  ~" in plan
+
+
+def test_build_model_names_bad_input(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["build-model", "--data", str(tmp_path / "missing.json"), "--out", str(tmp_path / "m")])
+    assert stop.value.code == 2 and "missing.json: no such file" in capsys.readouterr().err
+    (tmp_path / "r.jsonl").write_text("{}\n")
+    with pytest.raises(SystemExit):
+        main(["build-model", "--data", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "m")])
+    assert "give the passages they come from with --corpus" in capsys.readouterr().err
