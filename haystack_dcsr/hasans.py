@@ -7,7 +7,7 @@ so a passage whose sentences all have tiny p keeps full precision, and ranking u
 (lower = better), which still separates passages whose HasAns rounds to 1.0.
 """
 
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -48,6 +48,19 @@ def hasans_scores(scores: np.ndarray, passage_keys: np.ndarray, temperature: flo
     order = np.argsort(log_none, kind="stable")
     log_none = log_none[order]
     return PassageScores(passages[order], -np.expm1(log_none), log_none, probabilities)
+
+
+def hasans_without(
+    scores: np.ndarray, passage_keys: np.ndarray, temperature: float, gone: Iterable[int] = ()
+) -> Tuple[np.ndarray, PassageScores]:
+    """HasAns over the retrieved sentences of every passage but those in ``gone``, recomputed as if
+    those had never been indexed, and the mask of the hits kept. The one ranking rule of both Haystack
+    adapters: a driver reads the top passages, adds to ``gone`` those the store can no longer serve
+    (deleted, re-written since they were indexed) and ranks again, until every top passage is served."""
+    passage_keys = np.asarray(passage_keys)
+    gone = list(gone)
+    keep = ~np.isin(passage_keys, gone) if gone else np.ones(len(passage_keys), dtype=bool)
+    return keep, hasans_scores(np.asarray(scores)[keep], passage_keys[keep], temperature)
 
 
 def score_passages(query: np.ndarray, passage_vectors: Sequence[np.ndarray], temperature: float = 1.0) -> np.ndarray:

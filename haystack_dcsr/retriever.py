@@ -4,7 +4,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType
@@ -16,7 +16,7 @@ from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
 from haystack_dcsr.evidence import mark_answer_sentences
 from haystack_dcsr.filters import check_filters
-from haystack_dcsr.hasans import PassageScores, hasans_scores
+from haystack_dcsr.hasans import PassageScores, hasans_without
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.parameters import check_parameters, first_device
@@ -373,41 +373,53 @@ class DCSRRetriever(DenseRetriever):
         raise AssertionError("unreachable")
 
     def _rank(self, search: SentenceSearch, hits: Sequence[Hits], top_k: int) -> List[List[Document]]:
-        """Passages by HasAns, read from the store; a passage that can no longer be rebuilt exactly is
-        left out (with a warning) and the next one takes its place. Before returning, the search
-        confirms that the supporting hits still belong to their sentences."""
-        scored = [hasans_scores(h.scores, h.passage_keys, self.hasans_temperature) for h in hits]
-        results: List[List[Document]] = [[] for _ in hits]
-        supports: List[tuple] = []
-        cursor = [0] * len(hits)
+        """Passages by HasAns, read from the store. A passage that can no longer be rebuilt exactly is
+        left out (with a warning) and HasAns is recomputed without its sentences (``hasans_without``,
+        the rule the 2.x retriever applies too). Before returning, the search confirms that the
+        supporting hits still belong to their sentences."""
+        gone: List[set] = [set() for _ in hits]
+        fetched: Dict[PassageRef, Optional[tuple]] = {}
+        known = {sid: doc for h in hits for sid, doc in h.documents.items()}
         while True:
-            wanted: Dict[PassageRef, None] = {}
-            for q, (h, s) in enumerate(zip(hits, scored)):
-                for key in s.passages[cursor[q] : cursor[q] + top_k - len(results[q])]:
-                    wanted[h.passages[int(key)]] = None
-            if not wanted:
+            views = [self._without(h, gone[q]) for q, h in enumerate(hits)]
+            wanted = {h.passages[int(k)]: None for h, s in views for k in s.passages[:top_k]}
+            fetched.update(search.fetch_passages([ref for ref in wanted if ref not in fetched], known))
+            changed = False
+            for q, (h, s) in enumerate(views):
+                for key in s.passages[:top_k]:
+                    if fetched[h.passages[int(key)]] is None:
+                        gone[q].add(int(key))
+                        changed = True
+            if not changed:
                 break
-            known = {sid: doc for h in hits for sid, doc in h.documents.items()}
-            fetched = search.fetch_passages(wanted, known)
-            dropped = [ref.passage_id for ref, passage in fetched.items() if passage is None]
-            if dropped:
-                logger.warning(
-                    "Left out %d passage(s) that the store no longer holds as they were indexed "
-                    "(deleted, or re-written "
-                    "without store.update_embeddings(retriever)): %s",
-                    len(dropped),
-                    ", ".join(dropped[:5]),
-                )
-            for q, (h, s) in enumerate(zip(hits, scored)):
-                window = range(cursor[q], min(cursor[q] + top_k - len(results[q]), len(s.passages)))
-                for rank in window:
-                    ref = h.passages[int(s.passages[rank])]
-                    if fetched[ref] is not None:
-                        results[q].append(self._passage_document(h, s, rank, fetched[ref], supports))
-                cursor[q] = window.stop
+        dropped = sorted({ref.passage_id for ref, passage in fetched.items() if passage is None})
+        if dropped:
+            logger.warning(
+                "Left out %d passage(s) that the store no longer holds as they were indexed (deleted, or re-written "
+                "without store.update_embeddings(retriever)): %s",
+                len(dropped),
+                ", ".join(dropped[:5]),
+            )
+        supports: List[tuple] = []
+        results = [
+            [
+                self._passage_document(h, s, rank, fetched[h.passages[int(s.passages[rank])]], supports)
+                for rank in range(min(top_k, len(s.passages)))
+            ]
+            for h, s in views
+        ]
         if not search.verify(supports):
             raise _MapOutOfDate()
         return results
+
+    def _without(self, h: Hits, gone: set) -> Tuple[Hits, PassageScores]:
+        """The hits without those of the passages in ``gone``, and their HasAns."""
+        keep, scored = hasans_without(h.scores, h.passage_keys, self.hasans_temperature, gone)
+        if keep.all():
+            return h, scored
+        vector_ids = None if h.vector_ids is None else h.vector_ids[keep]
+        kept = Hits(h.scores[keep], h.passage_keys[keep], h.sentence_indices[keep], h.passages, vector_ids, h.documents)
+        return kept, scored
 
     @staticmethod
     def _passage_document(h: Hits, scores: PassageScores, rank: int, passage, supports: List[tuple]) -> Document:

@@ -55,3 +55,19 @@ def test_log_space_separates_passages_that_round_to_one():
 def test_empty_hits_give_no_passages():
     result = hasans_scores(np.zeros(0), np.zeros(0, dtype=np.int64))
     assert len(result.passages) == 0 and len(result.hasans) == 0
+
+
+def test_hasans_without_a_passage_equals_hasans_over_the_rest():
+    import numpy as np
+
+    from haystack_dcsr.hasans import hasans_scores, hasans_without
+
+    scores = np.array([3.0, 2.5, 2.0, 1.0, 0.5])
+    keys = np.array([7, 7, 9, 4, 9])
+    keep, without = hasans_without(scores, keys, temperature=1.0, gone={7})
+    assert keep.tolist() == [False, False, True, True, True]
+    alone = hasans_scores(scores[2:], keys[2:], temperature=1.0)
+    assert without.passages.tolist() == alone.passages.tolist() == [9, 4]
+    assert np.allclose(without.hasans, alone.hasans)
+    keep_all, full = hasans_without(scores, keys, 1.0)
+    assert keep_all.all() and full.passages.tolist()[0] == 7

@@ -313,3 +313,23 @@ def test_random_sequences_of_store_operations_never_serve_a_wrong_passage(kind, 
     model.fresh = {pid: True for pid in model.text}
     check(model, store, retriever, kind)
     assert set(everything(retriever, store)) == set(model.text)
+
+
+@pytest.mark.parametrize("kind", ["memory", "qdrant"])
+def test_a_dropped_passage_is_ranked_as_if_never_indexed(kind, tmp_path, tiny_bert, base_corpus):
+    """A passage that lost a sentence (deleted with the store's own delete_documents) cannot be rebuilt: it
+    is left out and HasAns recomputed without its sentences, the rule of the 2.x retriever too
+    (``hasans_without``), so the answer equals that of a store that never held it. (On FAISS such a delete
+    renumbers the vectors, which the retriever refuses outright: test_index_map.py.)"""
+    store = make_store(kind, tmp_path)
+    retriever = make_retriever(tiny_bert, store)
+    write(store, base_corpus + [Document(TEXTS["x3"], id="x")])
+    store.update_embeddings(retriever)
+    store.delete_documents(ids=["x#1"])
+    fresh = make_store(kind, tmp_path, "fresh")
+    write(fresh, base_corpus)
+    fresh.update_embeddings(retriever)
+    for query in ("Gamma two is here", "Alpha three is here", "Fleming"):
+        got = ranked(retriever, store, query)
+        assert "x" not in [pid for pid, _, _ in got]
+        assert got == ranked(retriever, fresh, query)
