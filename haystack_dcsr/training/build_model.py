@@ -127,8 +127,7 @@ def build_model(
 
 
 def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides) -> None:
-    from haystack_dcsr.training.cli import read_corpus, write_corpus
-    from haystack_dcsr.training.data import load_records, squad_to_records, write_records
+    from haystack_dcsr.training.data import load_records, read_corpus, squad_to_records, write_corpus, write_records
 
     if stage == "data":
         if squad:

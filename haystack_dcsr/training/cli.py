@@ -18,30 +18,16 @@ import typing
 from pathlib import Path
 from typing import List, Optional
 
-from haystack_dcsr.training.data import DataError, Passage, load_records, read_lines, squad_to_records, write_records
+from haystack_dcsr.training.data import (  # noqa: F401  (read_corpus, write_corpus: imported from here too)
+    DataError,
+    load_records,
+    read_corpus,
+    squad_to_records,
+    write_corpus,
+    write_records,
+)
 
 MEQ_THRESHOLD = 0.79  # all-MiniLM-L6-v2: keeps 90% of AmbigQA dev MEQ-like pairs (calibrate-meq: 0.788)
-
-
-def read_corpus(path: str) -> List[Passage]:
-    passages = []
-    for number, line in read_lines(path):
-        if line.strip():
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"{path}: line {number} is not valid JSON ({error})") from error
-            if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
-                raise DataError(f"{path}: line {number}: a passage needs 'text'")
-            passages.append(Passage(title=raw.get("title", ""), text=raw["text"], passage_id=raw.get("passage_id")))
-    return passages
-
-
-def write_corpus(passages: List[Passage], path: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        for passage in passages:
-            handle.write(json.dumps(passage.to_json(), ensure_ascii=False) + "\n")
 
 
 def convert_squad(args) -> None:

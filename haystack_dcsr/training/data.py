@@ -274,3 +274,25 @@ def squad_to_records(squad_path: Union[str, Path], id_prefix: str = "") -> Tuple
                 answers = list(dict.fromkeys(ans["text"] for ans in qa.get("answers", [])))
                 records.append(Record(question=qa["question"], answers=answers, positives=[passage]))
     return records, passages
+
+
+def read_corpus(path: Union[str, Path]) -> List[Passage]:
+    """The passages of a corpus JSONL file: one ``{"passage_id", "title", "text"}`` object a line."""
+    passages = []
+    for number, line in read_lines(path):
+        if line.strip():
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataError(f"{path}: line {number} is not valid JSON ({error})") from error
+            if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+                raise DataError(f"{path}: line {number}: a passage needs 'text'")
+            passages.append(Passage(title=raw.get("title", ""), text=raw["text"], passage_id=raw.get("passage_id")))
+    return passages
+
+
+def write_corpus(passages: List[Passage], path: Union[str, Path]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for passage in passages:
+            handle.write(json.dumps(passage.to_json(), ensure_ascii=False) + "\n")

@@ -111,8 +111,16 @@ def test_a_missing_tensorboard_warns_when_asked_for(bert, tmp_path, monkeypatch,
 def test_every_shipped_recipe_parses_and_the_marker_one_uses_the_marker_recipe():
     from pathlib import Path
 
-    recipes = sorted((Path(__file__).resolve().parents[2] / "trainer" / "configs").glob("*.yaml"))
+    from haystack_dcsr.training.build_model import load_recipe
+
+    folder = Path(__file__).resolve().parents[2] / "trainer" / "configs"
+    recipes = sorted(path for path in folder.glob("*.yaml") if path.name != "build_model.yaml")
     configs = {path.stem: TrainConfig.from_yaml(path) for path in recipes}
+    for budget in ("cpu", "gpu"):  # build-model's recipe: its training config and both budgets read
+        recipe = load_recipe(folder / "build_model.yaml", budget)
+        for stage in ("first", "hard"):
+            settings = [f"{key}={value}" for key, value in recipe["budgets"][budget][stage].items()]
+            TrainConfig.from_yaml(recipe["train_config"], settings)
     assert {"squad_dcsr", "squad_dcsr_qq", "squad_dpr", "squad_dcsr_marker"} <= set(configs)
     assert configs["squad_dcsr"].resolved_pooling == "mean"  # what measured best at the README's budgets
     marker = configs["squad_dcsr_marker"]
