@@ -73,7 +73,7 @@ def write_and_prune(document_store, write, documents, index: Optional[str] = Non
         delete_sentences(document_store, [doc.id for doc in stale], index)
     else:
         kept = [doc.id for doc in stale if doc.meta.get("vector_id") is not None]
-        delete_sentences(document_store, [doc.id for doc in stale if doc.id not in set(kept)], index)
+        delete_sentences(document_store, [doc.id for doc in stale if doc.meta.get("vector_id") is None], index)
         if kept:
             logger.warning(
                 "This FAISS index type cannot remove vectors: %d sentence(s) of earlier passage versions stay in the "
