@@ -10,7 +10,7 @@ adapters pass their Documents (anything with ``content`` and ``meta``).
 """
 
 import html
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -26,14 +26,16 @@ def answer_sentence(query_vector: np.ndarray, sentences: Sequence[str], sentence
     return {"sentence_index": best, "text": sentences[best], "score": float(scores[best])}
 
 
-def mark_answer_sentences(model, query: str, passages: Sequence[Any], sentences_of) -> None:
-    """Set ``meta["dcsr_answer_sentence"]`` on each passage. ``model`` is a ``DCSRModel`` (or anything
-    with ``encode_queries`` and ``encode_passages``); ``sentences_of(passage)`` gives its sentence texts."""
+def mark_answer_sentences(
+    encode_queries: Callable, encode_passages: Callable, query: str, passages: Sequence[Any], sentences_of: Callable
+) -> None:
+    """Set ``meta["dcsr_answer_sentence"]`` on each passage. ``encode_queries`` and ``encode_passages``
+    are the two towers' (e.g. a ``DCSRModel``'s methods); ``sentences_of(passage)`` gives its sentence texts."""
     if not passages:
         return
     texts = [list(sentences_of(passage)) for passage in passages]
-    query_vector = model.encode_queries([query])[0]
-    alone = model.encode_passages([[sentence] for passage in texts for sentence in passage])  # each in isolation
+    query_vector = encode_queries([query])[0]
+    alone = encode_passages([[sentence] for passage in texts for sentence in passage])  # each in isolation
     row = 0
     for passage, sentences in zip(passages, texts):
         passage.meta[ANSWER] = answer_sentence(query_vector, sentences, alone[row : row + len(sentences)])

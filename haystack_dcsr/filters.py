@@ -94,9 +94,15 @@ def matcher(filters: Dict[str, Any]) -> Callable[[Dict[str, Any]], bool]:
         try:
             return bool(clause.evaluate(meta))
         except TypeError as error:
-            raise FilterError(f"filters {filters!r} compare values of different kinds ({error})") from None
+            raise mixed_kinds(filters, error) from None
 
     return match
+
+
+def mixed_kinds(filters: Dict[str, Any], error: TypeError) -> FilterError:
+    """The error for a filter that compares a number with a string (Python's ``TypeError``), wherever
+    the comparison ran: here, or inside ``InMemoryDocumentStore``."""
+    return FilterError(f"filters {filters!r} compare values of different kinds ({error})")
 
 
 def matching(filters: Dict[str, Any], metas: Iterable[tuple]) -> list:

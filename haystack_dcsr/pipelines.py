@@ -27,6 +27,7 @@ from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
 from haystack_dcsr.preprocessor import stub_haystack_punkt
+from haystack_dcsr.saved_store import discard_temporary_config
 
 
 def load_pipeline(
@@ -44,9 +45,13 @@ def load_pipeline(
     config = resolve_saved_stores(config, path.parent.resolve())
     stub_haystack_punkt()  # Haystack's PreProcessor would try to download nltk data DCSR never uses
     try:
-        pipeline = Pipeline.load_from_config(
-            config, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
-        )
+        try:
+            pipeline = Pipeline.load_from_config(
+                config, pipeline_name=pipeline_name, overwrite_with_env_variables=overwrite_with_env_variables
+            )
+        finally:
+            for component in config.get("components", []):
+                discard_temporary_config(component.get("params") or {})
         setattr(pipeline, LOADED_NAME, pipeline_name or config["pipelines"][0]["name"])  # save_pipeline keeps it
         return pipeline
     except PipelineConfigError as error:
@@ -96,7 +101,7 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
     saved pipelines name them relative to the YAML, so they load from any working directory."""
     import copy
 
-    from haystack_dcsr.saved_store import open_params
+    from haystack_dcsr.saved_store import open_params, saved_file
 
     config = copy.deepcopy(config)
     for component in config.get("components", []):
@@ -105,11 +110,10 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
             if component.get("type") == "FAISSDocumentStore" and params.get("faiss_index_path"):
                 component["params"] = open_params(params["faiss_index_path"], base)
             elif component.get("type") == "SparseBM25DocumentStore" and params.get("documents_path"):
-                documents = Path(params["documents_path"])
-                documents = documents if documents.is_absolute() else (base / documents).resolve()
-                if not documents.is_file():
-                    raise FileNotFoundError(f"{documents} is missing: save the pipeline again")
-                component["params"] = {**params, "documents_path": str(documents)}
+                component["params"] = {
+                    **params,
+                    "documents_path": str(saved_file(params["documents_path"], base, "BM25 store")),
+                }
         except (OSError, ValueError) as error:
             raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from None
     return config

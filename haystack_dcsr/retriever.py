@@ -15,7 +15,6 @@ from tqdm.auto import tqdm
 from haystack_dcsr.dcsr_model import ModelFiles
 from haystack_dcsr.encoder import PassageTower
 from haystack_dcsr.evidence import mark_answer_sentences
-from haystack_dcsr.filters import check_filters
 from haystack_dcsr.hasans import PassageScores, hasans_without
 from haystack_dcsr.int8 import Quantize
 from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
@@ -322,8 +321,6 @@ class DCSRRetriever(DenseRetriever):
         per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
         if len(per_query_filters) != len(queries):
             raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
-        for query_filters in per_query_filters:
-            check_filters(query_filters)  # an unknown operator is an error on every store, never ignored
         search = self._search_for(store, index)
         store_guard = guard(store)
         results: List[List[Document]] = []
@@ -333,24 +330,17 @@ class DCSRRetriever(DenseRetriever):
             vectors = self.embed_queries(queries[start : start + step])
             with store_guard.reading():  # never in the middle of a write call (store_guard)
                 results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
-        for query, passages in zip(queries, results):
-            sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
-            if self.mark_answer_sentence:
-                mark_answer_sentences(self._towers(), query, passages, lambda doc: sentences[doc.id])
+        if self.mark_answer_sentence:
+            for query, passages in zip(queries, results):
+                sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
+                mark_answer_sentences(
+                    self.embed_queries,
+                    lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size),
+                    query,
+                    passages,
+                    lambda doc: sentences[doc.id],
+                )
         return results
-
-    def _towers(self):
-        """Both towers behind the two calls ``evidence.mark_answer_sentences`` makes."""
-        retriever = self
-
-        class Towers:
-            def encode_queries(self, queries):
-                return retriever.embed_queries(queries)
-
-            def encode_passages(self, passages):
-                return retriever.passage_encoder.encode(passages, batch_size=retriever.batch_size)
-
-        return Towers()
 
     def _search_and_rank(
         self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]], top_k: int
@@ -403,7 +393,9 @@ class DCSRRetriever(DenseRetriever):
         supports: List[tuple] = []
         results = [
             [
-                self._passage_document(h, s, rank, fetched[h.passages[int(s.passages[rank])]], supports)
+                self._passage_document(
+                    h, s, rank, fetched[h.passages[int(s.passages[rank])]], supports, self.mark_answer_sentence
+                )
                 for rank in range(min(top_k, len(s.passages)))
             ]
             for h, s in views
@@ -422,7 +414,9 @@ class DCSRRetriever(DenseRetriever):
         return kept, scored
 
     @staticmethod
-    def _passage_document(h: Hits, scores: PassageScores, rank: int, passage, supports: List[tuple]) -> Document:
+    def _passage_document(
+        h: Hits, scores: PassageScores, rank: int, passage, supports: List[tuple], with_sentences: bool = False
+    ) -> Document:
         content, sentences = passage
         key = int(scores.passages[rank])
         ref = h.passages[key]
@@ -439,7 +433,9 @@ class DCSRRetriever(DenseRetriever):
                     "probability": float(scores.sentence_probabilities[i]),
                 }
             )
-        meta = {**content.meta, SUPPORT: support, SENTENCE_TEXTS: [sentence.content for sentence in sentences]}
+        meta = {**content.meta, SUPPORT: support}
+        if with_sentences:  # for the answer-sentence pass, which removes them
+            meta[SENTENCE_TEXTS] = [sentence.content for sentence in sentences]
         return Document(content=content.content, id=content.id, score=float(scores.hasans[rank]), meta=meta)
 
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 _NOT_SAVED = ("faiss_index", "faiss_index_path", "faiss_config_path")  # the objects and paths of this load
 PathLike = Union[str, Path]
+TEMPORARY_CONFIG_PREFIX = "dcsr-store-"  # open_params' resolved configs, removed once read
 
 
 def config_path(index_path: PathLike) -> Path:
@@ -109,26 +110,38 @@ def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, 
     absolute (against ``base``, e.g. the YAML's folder) and, when its config names a database by a
     relative SQLite path (a copy saved beside it), a config with that path made absolute. Checks the
     files first, so a missing or cut-short file is an error that says what to do, not FAISS's."""
-    base = base or Path.cwd()
-    index_path = Path(index_path)
-    index_path = index_path if index_path.is_absolute() else (base / index_path).resolve()
-    config_file = config_path(index_path)
-    for needed in (index_path, config_file):
-        if not needed.is_file():
-            raise FileNotFoundError(
-                f"{needed} is missing: the saved FAISS store is incomplete. Save it again (save_pipeline or "
-                "save_faiss_store), or point faiss_index_path at a complete save."
-            )
+    index_path = saved_file(index_path, base)
+    config_file = saved_file(config_path(index_path), base)
     check_index_file(index_path)
     config = json.loads(config_file.read_text())
     resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
     if resolved == config.get("sql_url"):
         return {"faiss_index_path": str(index_path)}
     config["sql_url"] = resolved
-    handle, name = tempfile.mkstemp(prefix="dcsr-store-", suffix=".json")
+    handle, name = tempfile.mkstemp(prefix=TEMPORARY_CONFIG_PREFIX, suffix=".json")
     with os.fdopen(handle, "w") as out:
         json.dump(config, out)
     return {"faiss_index_path": str(index_path), "faiss_config_path": name}
+
+
+def saved_file(path: PathLike, base: Optional[Path] = None, what: str = "FAISS store") -> Path:
+    """A file of a save (of ``what``), named relative to ``base`` (the YAML's folder; default: the
+    working directory) or absolutely; a missing one is an error that says what to do."""
+    path = Path(path)
+    path = path if path.is_absolute() else ((base or Path.cwd()) / path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: the saved {what} is incomplete. Save it again (save_pipeline or "
+            "save_faiss_store), or point the pipeline at a complete save."
+        )
+    return path
+
+
+def discard_temporary_config(params: Dict[str, Any]) -> None:
+    """Remove the resolved config ``open_params`` wrote, once the store has read it."""
+    config = params.get("faiss_config_path")
+    if config and Path(config).name.startswith(TEMPORARY_CONFIG_PREFIX):
+        Path(config).unlink(missing_ok=True)
 
 
 def check_index_file(index_path: Path) -> None:
@@ -155,4 +168,8 @@ def load_faiss_store(index_path: PathLike):
     copy from any working directory, and a missing or cut-short file is an error that says what to do."""
     from haystack.document_stores import FAISSDocumentStore
 
-    return FAISSDocumentStore(**open_params(index_path))
+    params = open_params(index_path)
+    try:
+        return FAISSDocumentStore(**params)
+    finally:
+        discard_temporary_config(params)

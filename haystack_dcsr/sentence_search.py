@@ -24,7 +24,7 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.filters import FilterError, check_filters
+from haystack_dcsr.filters import check_filters, mixed_kinds
 from haystack_dcsr.sentence_docs import assemble_passage
 from haystack_dcsr.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.sentence_units import (
@@ -250,6 +250,7 @@ class FaissSentenceSearch(SentenceSearch):
         return f"FAISSDocumentStore index {self.index!r}"
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
+        check_filters(filters)  # an unknown operator is an error, also on an empty index
         snapshot = self.current_map()
         faiss_index = self.faiss_index
         queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
@@ -302,7 +303,7 @@ class StoreSentenceSearch(SentenceSearch):
         except TypeError as error:  # InMemoryDocumentStore comparing a number with a string, say
             if not filters:
                 raise
-            raise FilterError(f"filters {filters!r} compare values of different kinds ({error})") from None
+            raise mixed_kinds(filters, error) from None
         known = {doc.id: doc for doc in docs}
         where = [position(doc) for doc in docs]
         heads = {w.passage_id: w for w in where if w.index == 0}
