@@ -9,6 +9,7 @@ sentence vectors of ``ann_study.py`` (encoded by the Haystack 1.x ``DCSRRetrieve
 vectors and ``hasans_scores``: top-1/20/100 must equal the README's DCSR Flat row (66.0 / 93.8 / 97.7).
 """
 
+import argparse
 import json
 import os
 import random
@@ -18,8 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -33,6 +33,7 @@ VECTORS = ROOT / "benchmarks" / "cache" / "ann" / "MiniLM_zero-shot" / "sentence
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     passages, questions = load_squad(n_questions=1000, seed=0)
     model = DCSRModel.from_pretrained("all-MiniLM-L6-v2", use_gpu=False)
     splitter = model.splitter()

@@ -6,9 +6,11 @@
 # 1,000-question sample of SQuAD dev and on the whole 352-pair contrast set. The cross-encoder's scores are
 # kept in the workdir, so a second base costs only the pairs the first did not score.
 #   bash benchmarks/cross_encoder_rerank.sh     (~34 + 67 + 59 + 88 + 82 min of training and ~90 min of scoring on 2 cores)
+[[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0; }
 set -euo pipefail
-STEPS=${STEPS:-320}
-source "$(dirname "$0")/cross_encoder_stages.sh"
+STEPS=${STEPS:-$(.venv/bin/python -m haystack_dcsr.training settings studies.yaml reranker.first_steps)}   # budgets: trainer/configs/studies.yaml
+stage() { .venv/bin/python -m haystack_dcsr.training settings studies.yaml "reranker.continuations" | .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)[$1]['$2'])"; }
+source "$(dirname "$0")/lib/cross_encoder_stages.sh"
 CE=runs/cross_encoder
 train_stage "$CE" "$STEPS"
 # longer budgets continue the previous model (cross_encoder_stages.sh): 960 steps (+640, seed 1, ~67 min here),
@@ -16,16 +18,16 @@ train_stage "$CE" "$STEPS"
 CE2=runs/cross_encoder_960
 CE3=runs/cross_encoder_1600
 CE4=runs/cross_encoder_2560
-continue_from "$CE" "$CE2" 1 640
-continue_from "$CE2" "$CE3" 2 640
-continue_from "$CE3" "$CE4" 3 960
+continue_from "$CE" "$CE2" "$(stage 0 seed)" "$(stage 0 steps)"
+continue_from "$CE2" "$CE3" "$(stage 1 seed)" "$(stage 1 steps)"
+continue_from "$CE3" "$CE4" "$(stage 2 seed)" "$(stage 2 steps)"
 # the same last stage on 4.6x the contrast pairs: near-MEQs mined with the cosine at 0.6 and up to 4 word edits
 # (12,979 pairs vs 2,793; ~2 min to mine) -- is the reranker short of data rather than of steps?
 LOOSE=data/squad_train_meq_loose.jsonl
 [ -f "$LOOSE" ] || .venv/bin/python -m haystack_dcsr.training build-meq-augmentation data/squad_train_bm25.jsonl \
   "$LOOSE" --threshold 0.6 --max-edits 4
 CE4L=runs/cross_encoder_2560_loose
-continue_from "$CE3" "$CE4L" 3 960 "$LOOSE"
+continue_from "$CE3" "$CE4L" "$(stage 2 seed)" "$(stage 2 steps)" "$LOOSE"
 # the stages' ends (960, 1,600 and 2,560 steps) averaged: SWA over a cyclic schedule, no training (seconds)
 SOUP=runs/cross_encoder_soup
 [ -d "$SOUP/last" ] || .venv/bin/python -m haystack_dcsr.training average-checkpoints "$CE2/last" "$CE3/last" "$CE4/last" \

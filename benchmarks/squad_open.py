@@ -11,9 +11,9 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   hybrid-hasans:A+B   the same with HasAns kept as a probability (the README's earlier hybrid rows)
   hybrid-rrf:A+B      reciprocal rank fusion of the two, as Haystack's JoinDocuments(join_mode="reciprocal_rank_fusion")
   rerank:BASE+DIR[@N]  a cross-encoder (a train-cross-encoder output) over BASE's top N (default 20): BASE's
-               rankings and candidate scores with their first N reordered (benchmarks/cross_encoder_rerank.py)
+               rankings and candidate scores with their first N reordered (benchmarks/lib/cross_encoder_rerank.py)
   rerank-blend:BASE+DIR[@N]  the same, the N ordered by 0.5 * min-max CE + 0.5 * min-max BASE
-  ranked:FILE  a system ranked on another machine: benchmarks/gpu_train.py's NAME.ranked.json.xz (its towers'
+  ranked:FILE  a system ranked on another machine: benchmarks/studies/gpu_train.py's NAME.ranked.json.xz (its towers'
                served rankings of these questions and contrast pairs, candidate scores, MEQ ranking report)
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
 candidates in this workdir (their caches keep the scores): the same fusion over the candidates' scores.
@@ -41,6 +41,8 @@ from typing import Dict, List, NamedTuple, Tuple
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
 
 import numpy as np  # noqa: E402
 from cross_encoder_rerank import (  # noqa: E402
@@ -320,7 +322,7 @@ def main() -> None:
         "--pairs-to-score",
         type=Path,
         help="write the (question, passage) pairs the rerank rows need to this .jsonl.xz instead of scoring them "
-        "and reporting those rows: for a cross-encoder trained and run elsewhere (benchmarks/gpu_cross_encoder.py)",
+        "and reporting those rows: for a cross-encoder trained and run elsewhere (studies/gpu_cross_encoder.py)",
     )
     parser.add_argument(
         "--rerank-quantize",
@@ -452,12 +454,12 @@ def main() -> None:
     if collector:
         print(f"{collector.write(args.pairs_to_score)} pairs to score -> {args.pairs_to_score}")
         return
-    # paired tests are derived on demand (benchmarks/paired_tests.py): over every pair they grew quadratically
+    # paired tests are derived on demand (benchmarks/studies/paired_tests.py): over every pair they grew quadratically
     for stale in ("paired", "ranking_paired", "own_gold_paired"):
         report.pop(stale, None)
     args.out.write_text(json.dumps(report, indent=1))
     table = markdown_table(report) + "\n\n" + question_word_table(report)
-    table += f"\n\nPaired tests between any two systems: `python benchmarks/paired_tests.py {args.out} --pair A B`"
+    table += f"\n\nPaired tests between any two systems: `benchmarks/studies/paired_tests.py {args.out} --pair A B`"
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(
         accuracy_svg(

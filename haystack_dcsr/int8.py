@@ -5,7 +5,7 @@ Why this scheme and not PyTorch's ``quantize_dynamic``: that one quantises a who
 with one scale, and the reranker's feed-forward layers carry outliers (an input channel up to 56x its
 layer's median in mpnet's layers 6-8), so every other value is left a few levels: 1.42x faster, but 47
 of the 266 contrast preferences flip and q' over its own gold falls from 82.0% to 74.4%
-(``benchmarks/cross_encoder_int8.py``). One scale per token keeps the preferences. Run eagerly, the
+(``benchmarks/speed.py reranker``). One scale per token keeps the preferences. Run eagerly, the
 extra passes (absolute maximum, round, cast, rescale) cost what the int8 matmul saves (0.95x); compiled
 (``torch.compile``, Inductor), they fuse around it.
 

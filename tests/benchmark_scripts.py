@@ -5,15 +5,18 @@ import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+FOLDERS = (BENCHMARKS, BENCHMARKS / "lib", BENCHMARKS / "studies")
 
 
 def load_benchmark(name: str):
-    """``benchmarks/<name>.py`` as a module (its sibling imports, e.g. squad_data, resolve)."""
-    sys.path.insert(0, str(BENCHMARKS))
+    """``benchmarks/[lib/|studies/]<name>.py`` as a module (its sibling imports, e.g. squad_data, resolve)."""
+    path = next(folder / f"{name}.py" for folder in FOLDERS if (folder / f"{name}.py").exists())
+    added = [str(folder) for folder in FOLDERS]
+    sys.path[:0] = added
     try:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
     finally:
-        sys.path.remove(str(BENCHMARKS))
+        del sys.path[: len(added)]

@@ -9,8 +9,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import sys
 from pathlib import Path
 
-# what only the benchmarks need (evaluation tables, significance tests) lives in benchmarks/, importable here
-sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+# what only the benchmarks need (evaluation tables, significance tests) lives in benchmarks/lib/, importable here
+sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "lib"))
 
 import pytest  # noqa: E402
 from corpus import CORPUS, QUESTIONS  # noqa: F401  (tests import them from here)

@@ -88,7 +88,7 @@ def test_a_model_that_stays_there_is_sized_to_a_budget_and_its_scores_alone_inst
     merged = gpu_ce.read_pairs(tmp_path / "pairs.jsonl.xz", tmp_path / "deeper.jsonl.xz")
     assert merged[0] == (records[0].question, [*(pid for pid, _ in base[0]), records[0].hard_negatives[1].key])
     assert merged[1:] == [(r.question, [pid for pid, _ in row]) for r, row in zip(records[1:], base[1:])]
-    # there: a 30-step probe times a step, the run takes what fits the budget; the model is not in $OUT
+    # there: a 30-step probe times a step, the run takes what fits the budget; the model is not in --out
     out, work = tmp_path / "out", tmp_path / "work"
     settings = ["questions_per_batch=2", "negatives=1", "max_length=32", "log_every=1", "max_steps=7"]
     gpu_ce.main(

@@ -1,4 +1,4 @@
-"""benchmarks/paired_tests.py: the tests of chosen pairs, derived from a report's kept outcomes."""
+"""benchmarks/studies/paired_tests.py: the tests of chosen pairs, derived from a report's kept outcomes."""
 
 import json
 

@@ -158,6 +158,21 @@ def publish(args) -> None:
         print(result)
 
 
+def print_settings(args) -> None:
+    from haystack_dcsr.training.recipes import set_arguments, settings
+
+    try:
+        value = settings(args.file, args.key)
+    except (FileNotFoundError, KeyError) as error:
+        raise DataError(str(error).strip('"')) from None
+    if args.sets:
+        if not isinstance(value, dict):
+            raise DataError(f"{args.file}: {args.key!r} is a value, not a mapping of settings (drop --sets)")
+        print("\n".join(set_arguments(value)))
+    else:
+        print(value if not isinstance(value, (dict, list)) else json.dumps(value))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every subcommand and argument of ``dcsr-train``, each with its help text."""
     parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.training", description=__doc__.splitlines()[0])
@@ -289,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="list the stages with estimated times; run nothing")
     p.set_defaults(func=build_model)
+
+    p = commands.add_parser("settings", help="print settings of a recipe file in trainer/configs/ (for scripts)")
+    p.add_argument("file", help="a YAML recipe, e.g. trainer/configs/build_model.yaml")
+    p.add_argument("key", nargs="?", default="", help="a dotted key, e.g. budgets.cpu.first (default: the whole file)")
+    p.add_argument("--sets", action="store_true", help="print a mapping as --set KEY=VALUE lines for dcsr-train train")
+    p.set_defaults(func=print_settings)
 
     p = commands.add_parser("publish", help="upload a trained model directory (towers + model card) to the hub")
     p.add_argument("directory", help="e.g. runs/squad_dcsr/best (query_encoder/, passage_encoder/, README.md)")

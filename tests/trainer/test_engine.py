@@ -129,12 +129,12 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
 
 @pytest.fixture(scope="module")
 def gpu_train():
-    """benchmarks/gpu_train.py, the harness that trains and evaluates on the device machine."""
+    """benchmarks/studies/gpu_train.py, the harness that trains and evaluates on the GPU machine."""
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "gpu_train", Path(__file__).parents[2] / "benchmarks" / "gpu_train.py"
+        "gpu_train", Path(__file__).parents[2] / "benchmarks" / "studies" / "gpu_train.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -142,7 +142,7 @@ def gpu_train():
 
 
 def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(trained, gpu_train, tmp_path):
-    """benchmarks/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
+    """benchmarks/studies/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
     its DCSR-hard negatives must be the ones the served retriever picks through ``mine-dense``."""
     _, records, _, _, _, run = trained
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
@@ -180,7 +180,7 @@ def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(tra
 
 
 def test_a_gpu_run_sized_to_a_budget_gets_the_steps_a_probe_times(bert, gpu_train, tmp_path):
-    """``budget_s`` sets max_steps up front from a 30-step probe (one device call, a whole decay schedule)."""
+    """``budget_s`` sets max_steps up front from a 30-step probe (a fixed time slot, a whole decay schedule)."""
     records = make_records(24)
     write_records(records, tmp_path / "train.jsonl")
     files = {"train": None}

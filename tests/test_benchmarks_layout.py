@@ -1,0 +1,105 @@
+"""benchmarks/ as a user meets it: a few entry points that answer --help, studies apart, no recipe values outside
+trainer/configs/, and nothing that describes one particular remote machine instead of "a machine with CUDA torch"."""
+
+import ast
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+ENTRY_POINTS = sorted(p for p in BENCHMARKS.iterdir() if p.suffix in (".py", ".sh"))
+SCRIPTS = sorted(p for p in BENCHMARKS.rglob("*") if p.suffix in (".py", ".sh") and "results" not in p.parts)
+RECIPE_KEYS = ("lr", "head_lr", "marker_lr", "warmup_steps", "marker_warmup_steps", "max_steps", "epochs", "batch_size")
+
+
+def test_a_few_entry_points_each_listed_in_the_readme():
+    names = [p.name for p in ENTRY_POINTS]
+    assert 1 <= len(names) <= 8, names
+    readme = (BENCHMARKS / "README.md").read_text()
+    assert [name for name in names if name not in readme] == []
+
+
+def test_every_entry_point_answers_help():
+    def help_of(path: Path):
+        command = ["bash", str(path)] if path.suffix == ".sh" else [sys.executable, str(path)]
+        done = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        return path.name, done.returncode, done.stdout
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(help_of, ENTRY_POINTS))
+    for name, code, text in answers:
+        assert code == 0 and len(text.split()) > 10, (name, code, text[-500:])
+    subcommands = dict((name, text) for name, _, text in answers)
+    assert "ann" in subcommands["scale.py"] and "towers" in subcommands["speed.py"]
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(BENCHMARKS)))
+def test_every_script_has_help(path):
+    """Studies and the parts in lib/ are checked by reading them (running each would import torch 30 times)."""
+    text = path.read_text()
+    if path.suffix == ".sh":
+        sourced = path.parent.name == "lib"  # sourced by the scripts, never run
+        assert sourced or '"${1:-}" == --help' in text, f"{path.name} does not answer --help"
+        return
+    tree = ast.parse(text)
+    runs = any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body)
+    if runs:
+        assert "ArgumentParser(" in text or "dispatch(" in text, f"{path.name} runs without an argument parser"
+
+
+def _recipe_values(path: Path):
+    """(line, text) of every learning rate, warm-up, step count, epoch count or batch size a script writes itself."""
+    text = path.read_text()
+    found = []
+    if path.suffix == ".sh":
+        for number, line in enumerate(text.splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(rf"--set ({'|'.join(RECIPE_KEYS)})=[\"']?[0-9]", code):
+                found.append((number, line.strip()))
+        return found
+    for node in ast.walk(ast.parse(text)):
+        pairs = []
+        if isinstance(node, ast.Call):
+            callee = ast.unparse(node.func)
+            keys = RECIPE_KEYS if callee in ("dict", "TrainConfig", "CrossEncoderTrainConfig") else RECIPE_KEYS[:-1]
+            pairs = [(k.arg, k.value) for k in node.keywords if k.arg in keys]
+        elif isinstance(node, ast.Dict):
+            pairs = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+            pairs = [(k, v) for k, v in pairs if k in RECIPE_KEYS]
+        for key, value in pairs:
+            if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and value.value not in (0, 1):
+                found.append((node.lineno, f"{key}={value.value}"))
+    return found
+
+
+def test_no_recipe_value_outside_trainer_configs():
+    written = {str(p.relative_to(ROOT)): _recipe_values(p) for p in SCRIPTS}
+    assert {name: lines for name, lines in written.items() if lines} == {}
+
+
+def test_the_recipe_check_finds_a_written_value(tmp_path):
+    script = tmp_path / "x.py"
+    script.write_text("config = dict(lr=3e-5, batch_size=32)\nencode(texts, batch_size=256)\n")
+    shell = tmp_path / "x.sh"
+    shell.write_text("dcsr-train train --set warmup_steps=20  # --set lr=1 in a comment is fine\n")
+    assert _recipe_values(script) == [(1, "lr=3e-05"), (1, "batch_size=32")]
+    assert _recipe_values(shell) == [(1, "dcsr-train train --set warmup_steps=20  # --set lr=1 in a comment is fine")]
+
+
+# written in two parts so that this file does not match itself
+REMOTE_PHRASES = ["dev" "ice tool", "carry" r" \.", r"\$" "OUT", "dev" "ice machine", "dev" "ice call"]
+
+
+def test_nothing_names_a_remote_execution_setup():
+    listed = subprocess.run(
+        ["git", "grep", "-nE", "|".join(REMOTE_PHRASES)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert listed.stdout == ""
