@@ -26,8 +26,8 @@ import torch  # noqa: E402
 from squad_data import load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRModel, hasans_scores  # noqa: E402
-from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
-from haystack_dcsr.sentence_units import sentence_parts  # noqa: E402
+from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
+from haystack_dcsr.core.sentence_units import sentence_parts  # noqa: E402
 
 VECTORS = ROOT / "benchmarks" / "cache" / "ann" / "MiniLM_zero-shot" / "sentence_vectors.npy"
 

@@ -18,7 +18,7 @@ logging.getLogger("haystack").setLevel(logging.ERROR)  # version notices of the 
 from haystack import Pipeline  # noqa: E402
 
 import haystack_dcsr  # noqa: E402,F401  (registers DCSR nodes for YAML)
-from haystack_dcsr.preprocessor import stub_haystack_punkt  # noqa: E402
+from haystack_dcsr.haystack1.preprocessor import stub_haystack_punkt  # noqa: E402
 
 stub_haystack_punkt()  # Haystack's PreProcessor would try to download punkt, which DCSR does not need
 

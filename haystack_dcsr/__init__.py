@@ -9,10 +9,10 @@ YAML pipelines can name them (``type: DCSRRetriever``, ``type: SentencePreproces
 
 from importlib import metadata
 
-from haystack_dcsr.dcsr_model import DCSRModel, DCSRSettings
-from haystack_dcsr.hasans import hasans_scores, sentence_probabilities
-from haystack_dcsr.index_presets import INDEX_PRESETS, IndexPreset
-from haystack_dcsr.splitting import SentenceSplitter
+from haystack_dcsr.core.dcsr_model import DCSRModel, DCSRSettings
+from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.core.index_presets import INDEX_PRESETS, IndexPreset
+from haystack_dcsr.core.splitting import SentenceSplitter
 
 __all__ = [
     "DCSRModel",
@@ -35,14 +35,14 @@ def _haystack_1_installed() -> bool:
 
 
 if _haystack_1_installed():
-    from haystack_dcsr.bm25 import SparseBM25DocumentStore
-    from haystack_dcsr.hybrid import HybridJoin
-    from haystack_dcsr.pipelines import load_pipeline, save_pipeline
-    from haystack_dcsr.preprocessor import SentencePreprocessor
-    from haystack_dcsr.query_encoder import QueryEncoder
-    from haystack_dcsr.reranker import CrossEncoderRanker
-    from haystack_dcsr.retriever import DCSRRetriever
-    from haystack_dcsr.saved_store import load_faiss_store, save_faiss_store
+    from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.haystack1.hybrid import HybridJoin
+    from haystack_dcsr.haystack1.pipelines import load_pipeline, save_pipeline
+    from haystack_dcsr.haystack1.preprocessor import SentencePreprocessor
+    from haystack_dcsr.haystack1.query_encoder import QueryEncoder
+    from haystack_dcsr.haystack1.reranker import CrossEncoderRanker
+    from haystack_dcsr.haystack1.retriever import DCSRRetriever
+    from haystack_dcsr.haystack1.saved_store import load_faiss_store, save_faiss_store
 
     __all__ += [
         "CrossEncoderRanker",

@@ -92,7 +92,7 @@ def test_the_recipe_check_finds_a_written_value(tmp_path):
 
 
 # written in two parts so that this file does not match itself
-REMOTE_PHRASES = ["dev" "ice tool", "carry" r" \.", r"\$" "OUT", "dev" "ice machine", "dev" "ice call"]
+REMOTE_PHRASES = ["dev" + "ice tool", "carry" + r" \.", r"\$" + "OUT", "dev" + "ice machine", "dev" + "ice call"]
 
 
 def test_nothing_names_a_remote_execution_setup():

@@ -5,9 +5,9 @@ import numpy as np
 from benchmark_scripts import load_benchmark
 from tiny_models import make_tiny_cross_encoder
 
-from haystack_dcsr.cross_encoder import CrossEncoder
-from haystack_dcsr.dcsr_model import DCSRModel
-from haystack_dcsr.hasans import score_passages
+from haystack_dcsr.core.cross_encoder import CrossEncoder
+from haystack_dcsr.core.dcsr_model import DCSRModel
+from haystack_dcsr.core.hasans import score_passages
 
 GOLD = "Denver won Super Bowl 50. The game was played in Santa Clara."
 OWN = "New England won Super Bowl XLIX. It was played in Glendale, Arizona."

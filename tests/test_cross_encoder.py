@@ -8,8 +8,8 @@ from haystack.schema import Document
 from tiny_models import make_tiny_cross_encoder
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-from haystack_dcsr.cross_encoder import CrossEncoder, rerank
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.core.cross_encoder import CrossEncoder, rerank
+from haystack_dcsr.core.fusion import fuse
 from tests.benchmark_scripts import load_benchmark
 
 QUESTION = "what is the capital of france?"

@@ -6,7 +6,7 @@ import torch
 from benchmark_scripts import load_benchmark
 from tiny_models import make_tiny_cross_encoder
 
-from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.core.cross_encoder import CrossEncoder
 
 ROWS = [("Who won Super Bowl 50?", "Denver won Super Bowl 50."), ("Where was it played?", "In Santa Clara.")]
 

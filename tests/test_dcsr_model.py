@@ -8,7 +8,7 @@ from haystack.schema import Document
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRModel, DCSRRetriever, QueryEncoder, SentencePreprocessor
-from haystack_dcsr.dcsr_model import MODEL_FILE, DCSRSettings, ModelFiles, write_manifest
+from haystack_dcsr.core.dcsr_model import MODEL_FILE, DCSRSettings, ModelFiles, write_manifest
 
 PASSAGES = [
     ["Paris is the capital of France.", "The Eiffel Tower was completed in 1889."],

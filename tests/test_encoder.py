@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from haystack_dcsr.encoder import PassageTower, QueryTower, plan_windows
-from haystack_dcsr.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
+from haystack_dcsr.core.encoder import PassageTower, QueryTower, plan_windows
+from haystack_dcsr.core.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
 
 
 @pytest.fixture(scope="module")

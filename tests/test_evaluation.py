@@ -24,7 +24,7 @@ from evaluation import (
     retrieval_report,
 )
 
-from haystack_dcsr.hasans import hasans_of_key, hasans_scores, score_passages
+from haystack_dcsr.core.hasans import hasans_of_key, hasans_scores, score_passages
 
 
 def test_score_passages_ranks_candidates_by_hasans_over_all_their_sentences():

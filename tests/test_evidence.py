@@ -11,7 +11,7 @@ from haystack.document_stores import InMemoryDocumentStore
 from haystack.schema import Document
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-from haystack_dcsr.evidence import ANSWER, render_html
+from haystack_dcsr.core.evidence import ANSWER, render_html
 
 PASSAGE = (
     "Movable type was first invented in China around 1040 by Bi Sheng. Clay type was fragile and hard to use. "

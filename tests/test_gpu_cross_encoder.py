@@ -10,7 +10,7 @@ import pytest
 from conftest import make_records, with_meqs
 from tiny_models import make_tiny_cross_encoder
 
-from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.core.cross_encoder import CrossEncoder
 from haystack_dcsr.training.data import write_records
 from tests.benchmark_scripts import load_benchmark
 

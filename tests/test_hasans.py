@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from haystack_dcsr.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
 
 
 def test_probabilities_are_a_tempered_softmax():
@@ -60,7 +60,7 @@ def test_empty_hits_give_no_passages():
 def test_hasans_without_a_passage_equals_hasans_over_the_rest():
     import numpy as np
 
-    from haystack_dcsr.hasans import hasans_scores, hasans_without
+    from haystack_dcsr.core.hasans import hasans_scores, hasans_without
 
     scores = np.array([3.0, 2.5, 2.0, 1.0, 0.5])
     keys = np.array([7, 7, 9, 4, 9])

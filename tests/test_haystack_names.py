@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 from haystack_dcsr import CrossEncoderRanker, DCSRRetriever, QueryEncoder
-from haystack_dcsr.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K
+from haystack_dcsr.core.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K
 
 
 def test_devices_is_accepted_where_haystack_takes_it(tiny_bert):
@@ -37,7 +37,7 @@ def test_the_1x_ranker_defaults_are_the_shared_ones():
 def test_use_auth_token_reaches_the_hub_for_every_model_a_node_loads(tiny_bert, monkeypatch, tmp_path):
     from tiny_models import make_tiny_cross_encoder
 
-    import haystack_dcsr.hub as hub
+    import haystack_dcsr.core.hub as hub
 
     cross_encoder = make_tiny_cross_encoder(tmp_path / "ce")
     asked = []

@@ -10,7 +10,7 @@ import pytest
 from conftest import make_records, make_tiny_bert
 
 from haystack_dcsr import QueryEncoder
-from haystack_dcsr.hub import model_card
+from haystack_dcsr.core.hub import model_card
 from haystack_dcsr.training import cli
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.engine import Trainer
@@ -85,6 +85,18 @@ def test_sentence_transformers_refuses_a_marker_tower_clearly(tmp_path, tiny_ber
     from sentence_transformers import SentenceTransformer
 
     QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "marker")
+    with pytest.raises(ValueError, match="cannot be loaded by sentence-transformers: it pools at DCSR's <sent> marker"):
+        SentenceTransformer(str(tmp_path / "marker"), device="cpu")
+
+
+def test_a_marker_tower_saved_before_the_core_moved_is_refused_as_clearly(tmp_path, tiny_bert):
+    """Directories saved before ``haystack_dcsr.core`` name ``haystack_dcsr.hub.NotSentenceTransformers``."""
+    from sentence_transformers import SentenceTransformer
+
+    QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "marker")
+    modules = tmp_path / "marker" / "modules.json"
+    assert "haystack_dcsr.core.hub.NotSentenceTransformers" in modules.read_text()
+    modules.write_text(modules.read_text().replace("haystack_dcsr.core.hub.", "haystack_dcsr.hub."))
     with pytest.raises(ValueError, match="cannot be loaded by sentence-transformers: it pools at DCSR's <sent> marker"):
         SentenceTransformer(str(tmp_path / "marker"), device="cpu")
 

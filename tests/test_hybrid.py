@@ -11,7 +11,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store
 
 from haystack_dcsr import DCSRRetriever, HybridJoin, SentencePreprocessor, SparseBM25DocumentStore, load_pipeline
-from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
+from haystack_dcsr.core.fusion import fuse, reciprocal_rank_fusion
 
 QUERIES = ["Who discovered penicillin?", "capital of Germany", "largest planet gas giant", "Eiffel Tower 1889"]
 YAML = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "hybrid.haystack-pipeline.yml"
@@ -120,8 +120,8 @@ def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert,
 def test_the_yaml_bm25_rerank_pipeline_blends_the_cross_encoder_with_bm25(tmp_path, corpus, monkeypatch):
     from tiny_models import make_tiny_cross_encoder
 
-    from haystack_dcsr.cross_encoder import CrossEncoder
-    from haystack_dcsr.int8 import Int8Linear
+    from haystack_dcsr.core.cross_encoder import CrossEncoder
+    from haystack_dcsr.core.int8 import Int8Linear
 
     model = make_tiny_cross_encoder(tmp_path / "ce", initializer_range=0.5)  # logits that vary between passages
     monkeypatch.setenv("RANKER_PARAMS_MODEL", model)

@@ -14,9 +14,9 @@ import pytest
 import torch
 from tiny_models import make_tiny_cross_encoder
 
-from haystack_dcsr import int8
-from haystack_dcsr.cross_encoder import CrossEncoder
-from haystack_dcsr.int8 import ISA_CAPS, Int8Linear, instruction_sets, int8_linear_layers, quantized
+from haystack_dcsr.core import int8
+from haystack_dcsr.core.cross_encoder import CrossEncoder
+from haystack_dcsr.core.int8 import ISA_CAPS, Int8Linear, instruction_sets, int8_linear_layers, quantized
 
 QUESTION = "what is the capital of france?"
 TEXTS = ["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome.", "Madrid is in Spain."]
@@ -87,7 +87,7 @@ def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_di
 
     from haystack_dcsr import CrossEncoderRanker
 
-    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.int8"):
+    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.core.int8"):
         ranker = CrossEncoderRanker(model=model_dir, quantize="int8")  # use_gpu stays True: int8 is the CPU's
     # compiled when the node loads, for single inputs and for batches, and said so
     said = caplog.text
@@ -95,7 +95,7 @@ def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_di
     assert "compiled for batches in" in said
     caplog.clear()
     started = time.perf_counter()
-    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.int8"):
+    with caplog.at_level(logging.WARNING, logger="haystack_dcsr.core.int8"):
         for n in (1, 3, 7):  # any first query size: no compile left
             ranker.predict("q", [Document(content=f"passage {i}", id=str(i), score=1.0) for i in range(n)])
     assert "compiling" not in caplog.text and time.perf_counter() - started < 5
@@ -117,7 +117,7 @@ def test_instruction_sets_record_the_caps_a_run_was_given(monkeypatch):
 
 SATURATION_CHECK = """
 import torch
-from haystack_dcsr.int8 import Int8Linear, int8_matmul_saturates
+from haystack_dcsr.core.int8 import Int8Linear, int8_matmul_saturates
 torch.manual_seed(0)
 layer = Int8Linear(torch.nn.Linear(256, 64), weight_levels=63)
 x = torch.randn(8, 256) * 3

@@ -12,8 +12,8 @@ from test_store_consistency import make_store
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-from haystack_dcsr.encoder import PassageTower, QueryTower
-from haystack_dcsr.int8 import Int8Linear
+from haystack_dcsr.core.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.int8 import Int8Linear
 
 PASSAGES = [
     ["Paris is the capital of France.", "It lies on the Seine."],

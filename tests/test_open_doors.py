@@ -15,8 +15,8 @@ from test_errors import YAML
 from tiny_models import make_tiny_cross_encoder
 
 from haystack_dcsr import HybridJoin, load_pipeline
-from haystack_dcsr.dcsr_model import ModelFiles
-from haystack_dcsr.fusion import fuse
+from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.fusion import fuse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_a_cross_encoder_directory_with_remote_code_never_runs_it(tmp_path):
     }
     (model / "config.json").write_text(json.dumps(config))
     code = (
-        "from haystack_dcsr.cross_encoder import CrossEncoder\n"
+        "from haystack_dcsr.core.cross_encoder import CrossEncoder\n"
         f"ce = CrossEncoder({str(model)!r})\n"
         "print('SCORES', len(ce.score_pairs([('q', 'a'), ('q', 'b')])))\n"
     )
@@ -58,7 +58,7 @@ def test_a_cross_encoder_directory_with_remote_code_never_runs_it(tmp_path):
 
 def test_serve_binds_loopback_unless_told_otherwise():
     """The default; the launcher's run (test_serve.py) prints the host it binds."""
-    from haystack_dcsr.serve import build_parser
+    from haystack_dcsr.haystack1.serve import build_parser
 
     assert build_parser().parse_args(["--pipeline", "p.yml"]).host == "127.0.0.1"
     assert build_parser().parse_args(["--pipeline", "p.yml", "--host", "0.0.0.0"]).host == "0.0.0.0"

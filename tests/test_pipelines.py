@@ -12,10 +12,10 @@ from tiny_models import make_tiny_cross_encoder
 
 import haystack_dcsr  # noqa: F401  (registers the nodes for YAML)
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-from haystack_dcsr.cross_encoder import CrossEncoder
-from haystack_dcsr.fusion import fuse
-from haystack_dcsr.int8 import Int8Linear
-from haystack_dcsr.metrics import eval_result_hit_ranks, top_k_accuracy
+from haystack_dcsr.core.cross_encoder import CrossEncoder
+from haystack_dcsr.core.fusion import fuse
+from haystack_dcsr.core.int8 import Int8Linear
+from haystack_dcsr.core.metrics import eval_result_hit_ranks, top_k_accuracy
 
 PIPELINES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo"

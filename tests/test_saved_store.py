@@ -24,7 +24,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever, load_faiss_store, load_pipeline, save_faiss_store, save_pipeline
-from haystack_dcsr.sentence_map import IndexOutOfSyncError
+from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "What is the largest planet?"]

@@ -1,10 +1,10 @@
 import pytest
 from haystack.schema import Document
 
-from haystack_dcsr.preprocessor import SentencePreprocessor
-from haystack_dcsr.sentence_docs import assemble_passage, sentence_documents
-from haystack_dcsr.sentence_units import parse_sentence_id, passage_version, sentence_id
-from haystack_dcsr.splitting import SentenceSplitter
+from haystack_dcsr.core.sentence_units import parse_sentence_id, passage_version, sentence_id
+from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.haystack1.preprocessor import SentencePreprocessor
+from haystack_dcsr.haystack1.sentence_docs import assemble_passage, sentence_documents
 
 
 def test_sentence_ids_are_deterministic_and_parse_back():

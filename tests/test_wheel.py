@@ -18,7 +18,7 @@ def installed(tmp_path_factory):
 def test_the_wheel_holds_the_package_its_entry_point_and_extras(installed):
     wheel, sdist, _, _ = installed
     names = wheel_names(wheel)
-    assert "haystack_dcsr/retriever.py" in names and "haystack_dcsr/haystack2/retriever.py" in names
+    assert "haystack_dcsr/haystack1/retriever.py" in names and "haystack_dcsr/haystack2/retriever.py" in names
     assert "haystack_dcsr/training/cli.py" in names
     assert not any(name.startswith(("tests/", "benchmarks/", "examples/")) for name in names)
     assert "dcsr-train = haystack_dcsr.training.cli:main" in wheel_metadata(wheel, "entry_points.txt")

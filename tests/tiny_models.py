@@ -3,7 +3,7 @@
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from haystack_dcsr.models import EncoderConfig, resolve_model_path
+from haystack_dcsr.core.models import EncoderConfig, resolve_model_path
 
 MINILM = resolve_model_path("all-MiniLM-L6-v2")
 

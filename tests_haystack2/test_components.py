@@ -10,8 +10,8 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_dcsr import DCSRModel
-from haystack_dcsr.fusion import fuse
-from haystack_dcsr.hasans import hasans_scores
+from haystack_dcsr.core.fusion import fuse
+from haystack_dcsr.core.hasans import hasans_scores
 from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRHybridJoiner, DCSRRetriever, DCSRSentenceSplitter
 
 MODEL = "all-MiniLM-L6-v2"
@@ -190,7 +190,7 @@ def test_splitter_drops_repeats_and_refuses_two_passages_sharing_an_id():
 def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store, tmp_path):
     from tiny_models import make_tiny_cross_encoder
 
-    from haystack_dcsr.cross_encoder import CrossEncoder
+    from haystack_dcsr.core.cross_encoder import CrossEncoder
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
 
     model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
@@ -220,8 +220,8 @@ def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store,
 def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
     from tiny_models import make_tiny_cross_encoder
 
+    from haystack_dcsr.core.int8 import Int8Linear
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
-    from haystack_dcsr.int8 import Int8Linear
 
     model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
     ranker = DCSRCrossEncoderRanker(model=model, quantize="int8")
@@ -237,7 +237,7 @@ def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
 
 
 def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, passages):
-    from haystack_dcsr.int8 import Int8Linear
+    from haystack_dcsr.core.int8 import Int8Linear
 
     pipeline = Pipeline.loads(indexing(InMemoryDocumentStore(), quantize="int8").dumps())  # serialised and back
     assert pipeline.get_component("embed").quantize == "int8"

@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.cross_encoder import CrossEncoder, rank_passages, rerank
-from haystack_dcsr.int8 import Quantize
+from haystack_dcsr.core.cross_encoder import CrossEncoder, rank_passages, rerank
+from haystack_dcsr.core.int8 import Quantize
 
 
 def directory_fingerprint(root: Path) -> str:

@@ -15,9 +15,9 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, Typ
 import numpy as np
 from significance import mcnemar_exact, paired_rank_test, paired_sign_test
 
-from haystack_dcsr.fusion import fuse, reciprocal_rank_fusion
-from haystack_dcsr.meq import question_word, words
-from haystack_dcsr.metrics import (
+from haystack_dcsr.core.fusion import fuse, reciprocal_rank_fusion
+from haystack_dcsr.core.meq import question_word, words
+from haystack_dcsr.core.metrics import (
     first_hit_ranks,
     mean_rank,
     mean_reciprocal_rank,

@@ -31,8 +31,8 @@ sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "stu
 
 from evaluation import kept_outcomes, load_contrast_set  # noqa: E402
 
-from haystack_dcsr.meq import answers_differ  # noqa: E402
-from haystack_dcsr.metrics import has_answer  # noqa: E402
+from haystack_dcsr.core.meq import answers_differ  # noqa: E402
+from haystack_dcsr.core.metrics import has_answer  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402
 

@@ -44,7 +44,7 @@ sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "stu
 from evaluation import kept_outcomes, load_contrast_set  # noqa: E402
 from significance import mcnemar_exact  # noqa: E402
 
-from haystack_dcsr.metrics import reciprocal_ranks  # noqa: E402
+from haystack_dcsr.core.metrics import reciprocal_ranks  # noqa: E402
 
 FLOOR = 0.79  # the README contrast set's cosine floor (training.cli.MEQ_THRESHOLD)
 EDGES = (0.6, 0.7, FLOOR, 0.85)
@@ -199,7 +199,7 @@ def markdown(result: Dict) -> str:
 
 def query_space(name: str, directory: str, report: Dict, pairs: List[Dict]) -> Dict:
     """``own_space`` for a system whose query tower is a DCSRModel directory (loaded here only)."""
-    from haystack_dcsr.dcsr_model import DCSRModel
+    from haystack_dcsr.core.dcsr_model import DCSRModel
 
     split = [p for p in pairs if p["gold"] != p["meq_gold"]]
     model = DCSRModel.from_pretrained(directory)

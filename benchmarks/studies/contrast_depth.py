@@ -32,7 +32,7 @@ sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "stu
 
 from evaluation import cross_fitted_choice, kept_outcomes, load_contrast_set  # noqa: E402
 
-from haystack_dcsr.metrics import reciprocal_ranks  # noqa: E402
+from haystack_dcsr.core.metrics import reciprocal_ranks  # noqa: E402
 
 FAMILY = "Cross-encoder (all-mpnet-base-v2, 3,200 H200 steps)"
 GOAL = 0.85

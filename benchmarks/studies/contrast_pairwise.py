@@ -34,10 +34,10 @@ sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "stu
 from evaluation import load_contrast_set  # noqa: E402
 from significance import mcnemar_exact  # noqa: E402
 
-from haystack_dcsr.cross_encoder import CrossEncoder  # noqa: E402
-from haystack_dcsr.dcsr_model import DCSRModel  # noqa: E402
-from haystack_dcsr.hasans import score_passages  # noqa: E402
-from haystack_dcsr.metrics import has_answer  # noqa: E402
+from haystack_dcsr.core.cross_encoder import CrossEncoder  # noqa: E402
+from haystack_dcsr.core.dcsr_model import DCSRModel  # noqa: E402
+from haystack_dcsr.core.hasans import score_passages  # noqa: E402
+from haystack_dcsr.core.metrics import has_answer  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 from haystack_dcsr.training.meq_data import first_of_each_text_pair  # noqa: E402

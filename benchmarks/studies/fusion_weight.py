@@ -28,7 +28,7 @@ from evaluation import KS, cross_fitted_weight, fuse_rankings, pair_report  # no
 from significance import paired_sign_test  # noqa: E402
 from squad_open import add_data_arguments, load_benchmark  # noqa: E402
 
-from haystack_dcsr.metrics import contains_answer, normalize_for_matching, top_k_accuracy  # noqa: E402
+from haystack_dcsr.core.metrics import contains_answer, normalize_for_matching, top_k_accuracy  # noqa: E402
 
 
 def answer_ids(rankings: Sequence, questions: Sequence, texts: Dict[str, str]) -> List[Set[str]]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
 
-from haystack_dcsr.models import DEFAULT_MODEL, EncoderConfig, resolve_model_path  # noqa: E402
+from haystack_dcsr.core.models import DEFAULT_MODEL, EncoderConfig, resolve_model_path  # noqa: E402
 from haystack_dcsr.training.config import TrainConfig  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 from haystack_dcsr.training.engine import Trainer  # noqa: E402

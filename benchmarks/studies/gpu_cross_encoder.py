@@ -61,7 +61,7 @@ def run(args) -> None:
     import_core()  # also puts the repository on sys.path
     from cross_encoder_rerank import directory_fingerprint
 
-    from haystack_dcsr.cross_encoder import CrossEncoder
+    from haystack_dcsr.core.cross_encoder import CrossEncoder
     from haystack_dcsr.training.config import CrossEncoderConfig
     from haystack_dcsr.training.cross_encoder import train_cross_encoder
 

@@ -26,7 +26,6 @@ import platform
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -37,15 +36,9 @@ KS = (1, 5, 20, 100)
 
 
 def import_core():
-    """The framework-free modules, without ``haystack_dcsr/__init__`` (which imports Haystack)."""
-    try:
-        import haystack  # noqa: F401
-    except ImportError:
-        package = types.ModuleType("haystack_dcsr")
-        package.__path__ = [str(ROOT / "haystack_dcsr")]
-        sys.modules["haystack_dcsr"] = package
+    """The framework-free modules (``haystack_dcsr.core``: importing the package needs no Haystack)."""
     sys.path.insert(0, str(ROOT))
-    from haystack_dcsr import encoder, hasans, metrics, models
+    from haystack_dcsr.core import encoder, hasans, metrics, models
 
     return encoder, hasans, metrics, models
 
@@ -55,7 +48,7 @@ def prepare(out: Path) -> None:
     sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
     from squad_data import load_squad
 
-    from haystack_dcsr.splitting import SentenceSplitter
+    from haystack_dcsr.core.splitting import SentenceSplitter
 
     passages, questions = load_squad(n_questions=1000, seed=0)
     splitter = SentenceSplitter()

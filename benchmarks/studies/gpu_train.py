@@ -226,7 +226,7 @@ def by_id(rows, order) -> list:
 
 def sentences_of(corpus: dict, ids) -> list:
     """Each passage of ``ids`` as its sentences, split as the retriever splits them."""
-    from haystack_dcsr.splitting import SentenceSplitter
+    from haystack_dcsr.core.splitting import SentenceSplitter
 
     splitter = SentenceSplitter()
     return [[corpus[pid][1][a:b] for a, b in splitter.spans(corpus[pid][1])] for pid in ids]
@@ -404,7 +404,7 @@ def pack_model(name: str, out: Path) -> None:
     import_core()
     from safetensors.torch import load_file, save
 
-    from haystack_dcsr.models import resolve_model_path
+    from haystack_dcsr.core.models import resolve_model_path
 
     source = Path(resolve_model_path(name))
     skip = shutil.ignore_patterns(

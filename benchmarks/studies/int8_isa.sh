@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Int8 on a CPU without VNNI, stood in for by this one with its instruction sets capped (haystack_dcsr/int8.py,
+# Int8 on a CPU without VNNI, stood in for by this one with its instruction sets capped (haystack_dcsr/core/int8.py,
 # ISA_CAPS): each cap runs the towers' benchmark (zero-shot MiniLM-L6) and the MiniLM reranker's (100 steps,
 # served variant only), fp32 and int8 side by side in one process, so every ratio is within one cap.
 #   native       AVX512 with VNNI (int8 dot products in one instruction): this CPU as it is

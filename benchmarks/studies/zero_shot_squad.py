@@ -30,8 +30,8 @@ from haystack.schema import Document  # noqa: E402
 from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
-from haystack_dcsr.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
-from haystack_dcsr.models import resolve_model_path  # noqa: E402
+from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
+from haystack_dcsr.core.models import resolve_model_path  # noqa: E402
 
 KS = (1, 5, 20, 100)
 

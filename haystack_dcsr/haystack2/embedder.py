@@ -5,11 +5,11 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.dcsr_model import DCSRModel
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.models import DEFAULT_MODEL, Precision
-from haystack_dcsr.parameters import check_parameters, check_quantize_device
-from haystack_dcsr.sentence_units import assemble_passage, group_by_passage, position
+from haystack_dcsr.core.dcsr_model import DCSRModel
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
+from haystack_dcsr.core.sentence_units import assemble_passage, group_by_passage, position
 
 
 @component

@@ -7,13 +7,12 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils.deserialization import deserialize_component_inplace
 
-from haystack_dcsr.dcsr_model import DCSRModel
-from haystack_dcsr.hasans import hasans_scores
-from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.models import DEFAULT_MODEL, Precision
-from haystack_dcsr.parameters import check_parameters, check_quantize_device
-from haystack_dcsr.sentence_units import (
+from haystack_dcsr.core.dcsr_model import DCSRModel
+from haystack_dcsr.core.hasans import hasans_scores
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
+from haystack_dcsr.core.sentence_units import (
     SUPPORT,
     PassageRef,
     assemble_passage,
@@ -21,6 +20,7 @@ from haystack_dcsr.sentence_units import (
     head_id,
     position,
 )
+from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
 
 logger = logging.getLogger(__name__)
 

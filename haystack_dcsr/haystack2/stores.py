@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence
 
 from haystack import Document
 
-from haystack_dcsr.sentence_units import META
+from haystack_dcsr.core.sentence_units import META
 
 PASSAGE_FIELD = f"meta.{META}.passage_id"
 READ_CHUNK = 1_000  # passage ids per read: keeps an "in" filter small for every engine

@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Union
 
 import yaml
 
-from haystack_dcsr.models import DEFAULT_MODEL, MARKER_INITS
+from haystack_dcsr.core.models import DEFAULT_MODEL, MARKER_INITS
 
 
 def option(default: Any, help: str) -> Any:

@@ -26,10 +26,10 @@ import torch.distributed as dist
 import yaml
 from tqdm.auto import tqdm
 
-from haystack_dcsr.dcsr_model import DCSRSettings, ModelFiles, write_manifest
-from haystack_dcsr.encoder import PassageTower, QueryTower, Tower, Window
-from haystack_dcsr.hub import model_card
-from haystack_dcsr.models import pick_dtype
+from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles, write_manifest
+from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower, Window
+from haystack_dcsr.core.hub import model_card
+from haystack_dcsr.core.models import pick_dtype
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.data import Record, load_records
 from haystack_dcsr.training.grad_cache import CachedPass

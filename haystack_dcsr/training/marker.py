@@ -18,8 +18,8 @@ from typing import Dict, Iterator, Optional
 
 import torch
 
-from haystack_dcsr.encoder import Tower
-from haystack_dcsr.models import MarkerInit, set_marker_row
+from haystack_dcsr.core.encoder import Tower
+from haystack_dcsr.core.models import MarkerInit, set_marker_row
 
 
 class MarkerOffset(torch.nn.Module):
@@ -76,7 +76,7 @@ def marker_is_new(name_or_path: str, marker: str) -> bool:
     its trained marker: ``marker_init`` applies to new markers only)."""
     from transformers import AutoTokenizer
 
-    from haystack_dcsr.models import resolve_model_path
+    from haystack_dcsr.core.models import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name_or_path), trust_remote_code=False)
     return marker not in tokenizer.get_vocab()

@@ -17,7 +17,7 @@ from haystack.nodes.retriever import BaseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.bm25 import SparseBM25DocumentStore
+from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
 from haystack_dcsr.training.data import Passage, Record, answerless_negatives
 
 logger = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from typing import Dict, List, Sequence
 import numpy as np
 import torch
 
-from haystack_dcsr.encoder import PassageTower, QueryTower
-from haystack_dcsr.hasans import hasans_scores
+from haystack_dcsr.core.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.hasans import hasans_scores
 from haystack_dcsr.training.data import Passage, Record
 from haystack_dcsr.training.samples import SampleBuilder
 

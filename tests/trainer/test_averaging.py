@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 from tiny_models import make_tiny_bert, make_tiny_cross_encoder
 
-from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.core.cross_encoder import CrossEncoder
 from haystack_dcsr.training.averaging import CheckpointMismatch, average_checkpoints
 from haystack_dcsr.training.cli import main as cli
 

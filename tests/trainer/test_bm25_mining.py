@@ -12,7 +12,7 @@ import pytest
 from haystack.nodes import BM25Retriever
 from haystack.schema import Document
 
-from haystack_dcsr.bm25 import SparseBM25DocumentStore, top_indices
+from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore, top_indices
 from haystack_dcsr.training.data import Passage, Record
 from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
 
@@ -102,7 +102,7 @@ def test_top_indices_is_score_then_corpus_order_even_when_ties_straddle_the_cut(
 TIES_SCRIPT = """
 import json
 from haystack.schema import Document
-from haystack_dcsr.bm25 import SparseBM25DocumentStore
+from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
 store = SparseBM25DocumentStore(progress_bar=False)
 store.write_documents([Document(content="filler text number %d" % i, id=str(i)) for i in range(300)]
                       + [Document(content="dd once", id="match")])

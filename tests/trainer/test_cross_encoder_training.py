@@ -8,7 +8,7 @@ import pytest
 from conftest import make_records, with_meqs
 from tiny_models import MINILM
 
-from haystack_dcsr.cross_encoder import CrossEncoder
+from haystack_dcsr.core.cross_encoder import CrossEncoder
 from haystack_dcsr.training.cli import main as cli
 from haystack_dcsr.training.config import CrossEncoderConfig
 from haystack_dcsr.training.cross_encoder import batches, record_groups, train_cross_encoder

@@ -6,7 +6,7 @@ from conftest import make_records, make_tiny_bert
 from test_engine import config  # the same small CPU settings
 from transformers import get_linear_schedule_with_warmup
 
-from haystack_dcsr.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.encoder import PassageTower, QueryTower
 from haystack_dcsr.training.engine import Trainer
 from haystack_dcsr.training.marker import MarkerOffset, initialise_marker, learning_rate_schedule
 

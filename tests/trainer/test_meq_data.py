@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from haystack_dcsr.meq import MEQFilter
+from haystack_dcsr.core.meq import MEQFilter
 from haystack_dcsr.training.cli import main, write_corpus
 from haystack_dcsr.training.data import Passage, Record, load_records, write_records
 from haystack_dcsr.training.meq_data import build_augmentation, build_contrast_set, word_pairs

@@ -7,7 +7,7 @@ import torch
 from conftest import make_records, make_tiny_bert
 from test_engine import config  # the same small CPU settings
 
-from haystack_dcsr.dcsr_model import DCSRModel
+from haystack_dcsr.core.dcsr_model import DCSRModel
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.data import Passage
 from haystack_dcsr.training.engine import Trainer

@@ -10,7 +10,7 @@ import pytest
 from conftest import make_records, make_tiny_bert
 from test_engine import config  # the same small CPU settings
 
-from haystack_dcsr.hasans import score_passages
+from haystack_dcsr.core.hasans import score_passages
 from haystack_dcsr.training.cli import main as cli
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.engine import Trainer
@@ -114,13 +114,18 @@ def test_every_shipped_recipe_parses_and_the_marker_one_uses_the_marker_recipe()
     from haystack_dcsr.training.build_model import load_recipe
 
     folder = Path(__file__).resolve().parents[2] / "trainer" / "configs"
-    recipes = sorted(path for path in folder.glob("*.yaml") if path.name != "build_model.yaml")
+    recipes = sorted(path for path in folder.glob("*.yaml") if path.name not in ("build_model.yaml", "studies.yaml"))
     configs = {path.stem: TrainConfig.from_yaml(path) for path in recipes}
     for budget in ("cpu", "gpu"):  # build-model's recipe: its training config and both budgets read
         recipe = load_recipe(folder / "build_model.yaml", budget)
         for stage in ("first", "hard"):
             settings = [f"{key}={value}" for key, value in recipe["budgets"][budget][stage].items()]
             TrainConfig.from_yaml(recipe["train_config"], settings)
+    from haystack_dcsr.training.recipes import set_arguments, settings
+
+    for study in ("cpu_dcsr", "cpu_marker", "contrast_stage", "dcsr_size", "gpu_check"):  # the studies' deltas
+        values = set_arguments(settings(folder / "studies.yaml", study))[1::2]
+        TrainConfig.from_yaml(folder / "squad_dcsr_qq.yaml", values)
     assert {"squad_dcsr", "squad_dcsr_qq", "squad_dpr", "squad_dcsr_marker"} <= set(configs)
     assert configs["squad_dcsr"].resolved_pooling == "mean"  # what measured best at the README's budgets
     marker = configs["squad_dcsr_marker"]

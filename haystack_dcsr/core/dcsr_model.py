@@ -24,9 +24,9 @@ from typing import Any, Dict, Literal, Optional, Sequence, Union
 
 import numpy as np
 
-from haystack_dcsr.encoder import PassageTower, QueryTower
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.models import (
+from haystack_dcsr.core.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.models import (
     DEFAULT_MODEL,
     EncoderConfig,
     Level,
@@ -35,7 +35,7 @@ from haystack_dcsr.models import (
     infer_config,
     resolve_model_path,
 )
-from haystack_dcsr.splitting import SentenceSplitter
+from haystack_dcsr.core.splitting import SentenceSplitter
 
 MODEL_FILE = "dcsr_model.json"
 SPLITTER_FILE = "sentence_splitter.json"

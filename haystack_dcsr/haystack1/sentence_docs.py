@@ -4,9 +4,9 @@ from typing import List, Sequence
 
 from haystack.schema import Document
 
-from haystack_dcsr.sentence_units import assemble_passage as assemble_parts
-from haystack_dcsr.sentence_units import sentence_parts
-from haystack_dcsr.splitting import Span
+from haystack_dcsr.core.sentence_units import assemble_passage as assemble_parts
+from haystack_dcsr.core.sentence_units import sentence_parts
+from haystack_dcsr.core.splitting import Span
 
 
 def sentence_documents(passage: Document, spans: Sequence[Span]) -> List[Document]:

@@ -22,7 +22,7 @@ import hashlib
 import logging
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
-from haystack_dcsr.splitting import Span
+from haystack_dcsr.core.splitting import Span
 
 META = "dcsr"  # one meta entry (a dict) per sentence: one SQL meta row, not seven
 SUPPORT = "dcsr_sentences"  # on returned passages: the retrieved sentences that support them

@@ -11,11 +11,11 @@ from typing import List, Optional, Union
 import numpy as np
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.dcsr_model import ModelFiles
-from haystack_dcsr.encoder import QueryTower
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.parameters import first_device
+from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.encoder import QueryTower
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
+from haystack_dcsr.core.parameters import first_device
 
 
 class QueryEncoder(BaseComponent):

@@ -23,7 +23,7 @@ from haystack.schema import Document
 from scipy import sparse
 from scipy.special import expit
 
-from haystack_dcsr.atomic_files import atomic_write_bytes
+from haystack_dcsr.core.atomic_files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from typing import List, Optional, Union
 from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
-from haystack_dcsr.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.parameters import check_parameters, first_device
+from haystack_dcsr.core.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.parameters import check_parameters, first_device
 
 
 class CrossEncoderRanker(BaseRanker):

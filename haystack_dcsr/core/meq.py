@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.metrics import answer_words, normalize_answer
+from haystack_dcsr.core.metrics import answer_words, normalize_answer
 
 QUESTION_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
 TRIVIAL_ADDITIONS = frozenset({"first", "last", "new", "next", "original", "not"})
@@ -147,7 +147,7 @@ class MEQFilter:
         cls, model_name_or_path: str = "all-MiniLM-L6-v2", threshold: float = 0.95, use_gpu: bool = True, **kwargs
     ) -> "MEQFilter":
         """Cosines from a model's own pooling (mean, normalised for sentence-transformers models)."""
-        from haystack_dcsr.encoder import QueryTower
+        from haystack_dcsr.core.encoder import QueryTower
 
         tower = QueryTower(model_name_or_path, use_gpu=use_gpu)
         return cls(embed=lambda texts: tower.encode(texts), threshold=threshold, **kwargs)

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.sentence_units import META, SentencePosition
+from haystack_dcsr.core.sentence_units import META, SentencePosition
 
 _SQL_BATCH = 5000
 _locks: "weakref.WeakKeyDictionary[BaseDocumentStore, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -126,10 +126,10 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
 
 def vector_ids_matching(document_store, index: str, filters: FilterType) -> List[int]:
     """Vector ids of the rows that pass Haystack ``filters``, evaluated in Python on the decoded meta
-    values (``haystack_dcsr.filters``): SQL would compare the JSON text of numbers as strings."""
+    values (``haystack_dcsr.haystack1.filters``): SQL would compare the JSON text of numbers as strings."""
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
 
-    from haystack_dcsr.filters import filter_fields, matcher
+    from haystack_dcsr.haystack1.filters import filter_fields, matcher
 
     match = matcher(filters)
     fields = sorted(filter_fields(filters))

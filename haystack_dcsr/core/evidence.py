@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from haystack_dcsr.sentence_units import SUPPORT
+from haystack_dcsr.core.sentence_units import SUPPORT
 
 ANSWER = "dcsr_answer_sentence"  # meta key: {"sentence_index", "text", "score"}
 

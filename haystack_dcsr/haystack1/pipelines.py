@@ -26,8 +26,8 @@ from haystack import Pipeline
 from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.preprocessor import stub_haystack_punkt
-from haystack_dcsr.saved_store import discard_temporary_config
+from haystack_dcsr.haystack1.preprocessor import stub_haystack_punkt
+from haystack_dcsr.haystack1.saved_store import discard_temporary_config
 
 
 def load_pipeline(
@@ -101,7 +101,7 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
     saved pipelines name them relative to the YAML, so they load from any working directory."""
     import copy
 
-    from haystack_dcsr.saved_store import open_params, saved_file
+    from haystack_dcsr.haystack1.saved_store import open_params, saved_file
 
     config = copy.deepcopy(config)
     for component in config.get("components", []):
@@ -173,10 +173,10 @@ def save_pipeline(
 
     from haystack.document_stores import FAISSDocumentStore
 
-    from haystack_dcsr.atomic_files import atomic_write_text
-    from haystack_dcsr.bm25 import SparseBM25DocumentStore
-    from haystack_dcsr.retriever import DCSRRetriever
-    from haystack_dcsr.saved_store import save_faiss_store
+    from haystack_dcsr.core.atomic_files import atomic_write_text
+    from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.haystack1.retriever import DCSRRetriever
+    from haystack_dcsr.haystack1.saved_store import save_faiss_store
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,7 +238,7 @@ def refuse_unsaveable_stores(components: Dict[str, BaseComponent]) -> None:
     """A store whose documents the YAML would lose: refused at save time, with the reason."""
     from haystack.document_stores import InMemoryDocumentStore
 
-    from haystack_dcsr.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
 
     for name, store in components.items():
         if isinstance(store, InMemoryDocumentStore) and not isinstance(store, SparseBM25DocumentStore):

@@ -82,7 +82,7 @@ def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = No
     looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
     if looks_like_path:  # hub names are "name" or "org/name"
         raise FileNotFoundError(f"Model directory {name_or_path!r} does not exist")
-    from haystack_dcsr.hub import snapshot
+    from haystack_dcsr.core.hub import snapshot
 
     try:  # a hub name: its own files (dcsr_encoder.json, modules.json) are read exactly as a folder's
         return snapshot(name_or_path, token=token)
@@ -193,7 +193,7 @@ def set_marker_row(
 
 def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig, role: str = "query") -> None:
     """An HF directory, ``dcsr_encoder.json`` and sentence-transformers' files (``hub``)."""
-    from haystack_dcsr.hub import write_sentence_transformers_files
+    from haystack_dcsr.core.hub import write_sentence_transformers_files
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -12,18 +12,14 @@ from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.dcsr_model import ModelFiles
-from haystack_dcsr.encoder import PassageTower
-from haystack_dcsr.evidence import mark_answer_sentences
-from haystack_dcsr.hasans import PassageScores, hasans_without
-from haystack_dcsr.int8 import Quantize
-from haystack_dcsr.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.parameters import check_parameters, first_device
-from haystack_dcsr.passage_deletion import delete_passages
-from haystack_dcsr.passage_writes import keep_passages_whole
-from haystack_dcsr.query_encoder import QueryEncoder
-from haystack_dcsr.sentence_search import Hits, SentenceSearch, sentence_search_for
-from haystack_dcsr.sentence_units import (
+from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.encoder import PassageTower
+from haystack_dcsr.core.evidence import mark_answer_sentences
+from haystack_dcsr.core.hasans import PassageScores, hasans_without
+from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
+from haystack_dcsr.core.parameters import check_parameters, first_device
+from haystack_dcsr.core.sentence_units import (
     SUPPORT,
     PassageRef,
     current_sentences,
@@ -32,9 +28,13 @@ from haystack_dcsr.sentence_units import (
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sql_rows import fetch_documents
-from haystack_dcsr.store_guard import guard, writes_paused
-from haystack_dcsr.vector_search import SEARCH_PARAMETERS
+from haystack_dcsr.core.vector_search import SEARCH_PARAMETERS
+from haystack_dcsr.haystack1.passage_deletion import delete_passages
+from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
+from haystack_dcsr.haystack1.query_encoder import QueryEncoder
+from haystack_dcsr.haystack1.sentence_search import Hits, SentenceSearch, sentence_search_for
+from haystack_dcsr.haystack1.sql_rows import fetch_documents
+from haystack_dcsr.haystack1.store_guard import guard, writes_paused
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class DCSRRetriever(DenseRetriever):
         same as a one-item list.
     :param use_auth_token: a Hugging Face token (or True: the stored one) for private or gated hub models.
     :param mark_answer_sentence: also score every sentence of each returned passage *alone* against the
-        query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.evidence``): the
+        query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.core.evidence``): the
         supporting sentences are scored in context, so the first of them is not always the answer.
     """
 
@@ -467,8 +467,8 @@ class DCSRRetriever(DenseRetriever):
         then answers its first query without reading every sentence row from SQL; the map is
         checked against the index and SQL first and ignored if it does not match.
         """
-        from haystack_dcsr.sentence_map import MAP_SUFFIX
-        from haystack_dcsr.sentence_search import FaissSentenceSearch
+        from haystack_dcsr.haystack1.sentence_map import MAP_SUFFIX
+        from haystack_dcsr.haystack1.sentence_search import FaissSentenceSearch
 
         store = document_store or self.document_store
         search = self._search_for(store, index) if store is not None else None
@@ -492,7 +492,7 @@ class DCSRRetriever(DenseRetriever):
 
         from haystack.document_stores import FAISSDocumentStore
 
-        from haystack_dcsr.sql_rows import passage_head_ids
+        from haystack_dcsr.haystack1.sql_rows import passage_head_ids
 
         store = document_store or self.document_store
         if not isinstance(store, FAISSDocumentStore):

@@ -24,18 +24,18 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.filters import check_filters, mixed_kinds
-from haystack_dcsr.sentence_docs import assemble_passage
-from haystack_dcsr.sentence_map import SentenceMap, check_in_sync, map_path
-from haystack_dcsr.sentence_units import (
+from haystack_dcsr.core.sentence_units import (
     PassageRef,
     current_sentences,
     head_id,
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.sql_rows import doc_ids_at, fetch_documents, store_lock, vector_ids_matching, vector_rows
-from haystack_dcsr.vector_search import keeps_ids, search, search_selected
+from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
+from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
+from haystack_dcsr.haystack1.sentence_docs import assemble_passage
+from haystack_dcsr.haystack1.sentence_map import SentenceMap, check_in_sync, map_path
+from haystack_dcsr.haystack1.sql_rows import doc_ids_at, fetch_documents, store_lock, vector_ids_matching, vector_rows
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class FaissSentenceSearch(SentenceSearch):
         """The map saved beside the index this store was loaded from, if it describes this index and
         these SQL rows. A map saved with a fingerprint (``saved_store``) that matches only one of the
         two is refused: the index and the database then come from different saves."""
-        from haystack_dcsr.index_fingerprint import check_fingerprint
+        from haystack_dcsr.haystack1.index_fingerprint import check_fingerprint
 
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
@@ -206,7 +206,7 @@ class FaissSentenceSearch(SentenceSearch):
 
     def save_map(self, path) -> None:
         """The current map with its fingerprint (of the index as it is in memory now)."""
-        from haystack_dcsr.index_fingerprint import fingerprint_of
+        from haystack_dcsr.haystack1.index_fingerprint import fingerprint_of
 
         with store_lock(self.document_store):
             snapshot = self.current_map()

@@ -6,7 +6,7 @@ misspelt or out-of-range value is reported when the pipeline loads.
 
 from typing import Optional, Sequence
 
-from haystack_dcsr.int8 import QUANTIZE_MODES
+from haystack_dcsr.core.int8 import QUANTIZE_MODES
 
 
 def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (), **values) -> None:

@@ -20,8 +20,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
-from haystack_dcsr.sentence_units import PassageRef, SentencePosition, sentence_id
-from haystack_dcsr.sql_rows import VectorRow
+from haystack_dcsr.core.sentence_units import PassageRef, SentencePosition, sentence_id
+from haystack_dcsr.haystack1.sql_rows import VectorRow
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
 MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
@@ -137,7 +137,7 @@ class SentenceMap:
         """One ``.npz``: the two arrays, the passage table as flat arrays (ids as UTF-8 bytes with
         offsets, so any id round-trips; no pickle) and, when given, the fingerprint of the FAISS
         index and SQL state it was saved with. Written atomically (temporary file, fsync, rename)."""
-        from haystack_dcsr.atomic_files import atomic_write
+        from haystack_dcsr.core.atomic_files import atomic_write
 
         current = np.zeros(len(self.passages), dtype=bool)
         current[list(self.keys.values())] = True

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from haystack_dcsr.int8 import Quantize, default_device, quantized, warm_up
-from haystack_dcsr.models import (
+from haystack_dcsr.core.int8 import Quantize, default_device, quantized, warm_up
+from haystack_dcsr.core.models import (
     DEFAULT_MODEL,
     Level,
     Pooling,
@@ -45,7 +45,7 @@ class Tower:
     :param device: torch device; None picks CUDA when available and ``use_gpu``.
     :param precision: ``auto`` (fp32 on CPU, bf16/fp16 on GPU), ``fp32``, ``fp16`` or ``bf16``.
     :param quantize: ``"int8"``: inference (``encode_*``) runs an int8 copy of the model, compiled at the
-        first batch (CPU only: the device defaults to it; ``haystack_dcsr/int8.py``). The fp32 model stays
+        first batch (CPU only: the device defaults to it; ``haystack_dcsr/core/int8.py``). The fp32 model stays
         what ``forward``, the trainer and ``save`` use, so a quantised tower saves the weights it loaded.
     """
 

@@ -1,0 +1,80 @@
+"""``python -m haystack_dcsr.serve``: Haystack 1.x's REST API with the DCSR node types registered.
+
+Haystack 1.x finds a custom node type in YAML only if its module was imported in the process that
+reads the YAML (it has no plugin discovery), and its REST API (``rest_api``, installed from
+Haystack's v1.x repository, not from PyPI) imports none. This launcher imports ``haystack_dcsr``,
+points the API at the YAML and runs it in the same process:
+
+    python -m haystack_dcsr.serve --pipeline examples/pipelines/query.haystack-pipeline.yml \
+        --query-pipeline search --port 8000
+    curl -X POST localhost:8000/query -H 'Content-Type: application/json' \
+        -d '{"query": "Who decoded the waggle dance?", "params": {"Retriever": {"top_k": 3}}}'
+
+One worker: a FAISS store lives in the process that loaded it (Haystack says the same).
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+from typing import List, Optional
+
+INSTALL = "pip install 'git+https://github.com/deepset-ai/haystack.git@v1.26.4#subdirectory=rest_api' uvicorn"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--pipeline", required=True, help="the YAML file (sets PIPELINE_YAML_PATH)")
+    parser.add_argument("--query-pipeline", default="query", help="its query pipeline (QUERY_PIPELINE_NAME)")
+    parser.add_argument("--indexing-pipeline", default="indexing", help="its indexing pipeline, if any")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
+    missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")
+    os.environ["PIPELINE_YAML_PATH"] = resolved_yaml(args.pipeline)
+    os.environ["QUERY_PIPELINE_NAME"] = args.query_pipeline
+    os.environ["INDEXING_PIPELINE_NAME"] = args.indexing_pipeline
+
+    import uvicorn
+    from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH
+
+    import haystack_dcsr  # noqa: F401  (registers DCSRRetriever, SentencePreprocessor, ... before the YAML is read)
+
+    uvicorn.run(app, host=args.host, port=args.port, workers=1)
+
+
+def resolved_yaml(path: str) -> str:
+    """The pipeline file as the REST API must read it: checked with ``load_pipeline``'s limits, and
+    with saved stores' files named by absolute paths (saved YAML names them relative to itself,
+    which Haystack's plain loader would read against the working directory)."""
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from haystack_dcsr.haystack1.pipelines import read_pipeline_yaml, resolve_saved_stores
+    from haystack_dcsr.haystack1.preprocessor import stub_haystack_punkt
+
+    stub_haystack_punkt()  # the REST API builds Haystack's PreProcessor, which would try to download nltk data
+    config = read_pipeline_yaml(path)
+    resolved = resolve_saved_stores(config, Path(path).resolve().parent)
+    if resolved == config:
+        return os.path.abspath(path)
+    handle, name = tempfile.mkstemp(prefix="dcsr-serve-", suffix=".yml")
+    with os.fdopen(handle, "w") as out:
+        yaml.safe_dump(resolved, out, sort_keys=False)
+    return name
+
+
+if __name__ == "__main__":
+    main()
