@@ -9,7 +9,7 @@
 [[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0; }
 set -euo pipefail
 STEPS=${STEPS:-$(.venv/bin/python -m haystack_dcsr.training settings studies.yaml reranker.first_steps)}   # budgets: trainer/configs/studies.yaml
-stage() { .venv/bin/python -m haystack_dcsr.training settings studies.yaml "reranker.continuations" | .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)[$1]['$2'])"; }
+stage() { .venv/bin/python -m haystack_dcsr.training settings studies.yaml "reranker.continuations.$1.$2"; }
 source "$(dirname "$0")/lib/cross_encoder_stages.sh"
 CE=runs/cross_encoder
 train_stage "$CE" "$STEPS"

@@ -66,7 +66,8 @@ def _recipe_values(path: Path):
         pairs = []
         if isinstance(node, ast.Call):
             callee = ast.unparse(node.func)
-            keys = RECIPE_KEYS if callee in ("dict", "TrainConfig", "CrossEncoderTrainConfig") else RECIPE_KEYS[:-1]
+            training = callee in ("dict", "TrainConfig", "CrossEncoderTrainConfig")
+            keys = [key for key in RECIPE_KEYS if training or key != "batch_size"]  # elsewhere: inference batches
             pairs = [(k.arg, k.value) for k in node.keywords if k.arg in keys]
         elif isinstance(node, ast.Dict):
             pairs = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]

@@ -32,7 +32,7 @@ from ann_study import ROOT, ModelIndex, label  # noqa: E402
 from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.nodes import EmbeddingRetriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
-from squad_data import load_squad  # noqa: E402
+from squad_data import faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever  # noqa: E402
 from haystack_dcsr.core.models import resolve_model_path  # noqa: E402
@@ -55,14 +55,7 @@ def embedding_retriever(index: ModelIndex, passages, workdir: Path) -> Embedding
     sums /= np.linalg.norm(sums, axis=1, keepdims=True)
     db = workdir / "er_standin.db"
     db.unlink(missing_ok=True)
-    store = FAISSDocumentStore(
-        sql_url=f"sqlite:///{db}",
-        embedding_dim=sums.shape[1],
-        faiss_index_factory_str="Flat",
-        similarity="dot_product",
-        duplicate_documents="skip",
-        progress_bar=False,
-    )
+    store = faiss_store(db, sums.shape[1])
     store.write_documents(
         [Document(content=p.content, id=p.id, meta=p.meta, embedding=v) for p, v in zip(passages, sums)],
         batch_size=10_000,

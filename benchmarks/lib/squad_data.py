@@ -39,12 +39,12 @@ def load_squad(
     return passages, questions
 
 
-def faiss_store(path: Path) -> FAISSDocumentStore:
-    """The benchmarks' store: FAISS Flat over SQLite at ``path``. ``duplicate_documents="skip"``
+def faiss_store(path: Path, embedding_dim: int = 384) -> FAISSDocumentStore:
+    """The benchmarks' store: FAISS Flat over SQLite at ``path`` (384: MiniLM's width). ``duplicate_documents="skip"``
     makes a fresh bulk load fast (Haystack's default "overwrite" deletes before each row)."""
     return FAISSDocumentStore(
         sql_url=f"sqlite:///{path}",
-        embedding_dim=384,
+        embedding_dim=embedding_dim,
         faiss_index_factory_str="Flat",
         similarity="dot_product",
         duplicate_documents="skip",

@@ -34,7 +34,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 from haystack.document_stores import FAISSDocumentStore  # noqa: E402
 from haystack.schema import Document  # noqa: E402
-from squad_data import load_squad  # noqa: E402
+from squad_data import faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
 from haystack_dcsr.core.encoder import Tower  # noqa: E402
@@ -139,14 +139,7 @@ class ModelIndex:
             return FAISSDocumentStore.load(str(index_path))
         db = self.dir / "store.db"
         db.unlink(missing_ok=True)
-        store = FAISSDocumentStore(
-            sql_url=f"sqlite:///{db}",
-            embedding_dim=self.vectors.shape[1],
-            faiss_index_factory_str="Flat",
-            similarity="dot_product",
-            duplicate_documents="skip",
-            progress_bar=False,
-        )
+        store = faiss_store(db, self.vectors.shape[1])
         docs = [
             Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(self.sentences, self.vectors)
         ]
@@ -217,14 +210,7 @@ def embedding_retriever_store(model: str, passages: List[Document], workdir: Pat
     tower = Tower(model, pooling="mean", normalize=True, max_length=256)
     vectors = tower.encode_texts([d.content for d in passages], batch_size=32, progress_bar=True, what="Passage")
     (directory / "store.db").unlink(missing_ok=True)
-    store = FAISSDocumentStore(
-        sql_url=f"sqlite:///{directory / 'store.db'}",
-        embedding_dim=vectors.shape[1],
-        faiss_index_factory_str="Flat",
-        similarity="dot_product",
-        duplicate_documents="skip",
-        progress_bar=False,
-    )
+    store = faiss_store(directory / "store.db", vectors.shape[1])
     store.write_documents(
         [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(passages, vectors)],
         batch_size=10_000,

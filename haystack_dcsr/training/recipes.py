@@ -15,8 +15,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "trainer" / "configs"
 
 
 def settings(path: Union[str, Path], key: str = "") -> Any:
-    """The value at the dotted ``key`` of a YAML file (the whole file for ``""``); a relative path that does not
-    exist from the working directory is looked up in the repository's ``trainer/configs/``."""
+    """The value at the dotted ``key`` of a YAML file (the whole file for ``""``; a number picks a list item); a
+    relative path that does not exist from the working directory is looked up in the repository's
+    ``trainer/configs/``."""
     path = Path(path)
     if not path.is_file() and (CONFIGS / path.name).is_file():
         path = CONFIGS / path.name
@@ -24,10 +25,18 @@ def settings(path: Union[str, Path], key: str = "") -> Any:
         raise FileNotFoundError(f"{path}: no such recipe file")
     value = yaml.safe_load(path.read_text())
     for part in filter(None, key.split(".")):
-        if not isinstance(value, dict) or part not in value:
-            known = ", ".join(value) if isinstance(value, dict) else "none: it is a value"
-            raise KeyError(f"{path}: no {key!r} (at {part!r}; keys there: {known})")
-        value = value[part]
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]  # a list item by position: reranker.continuations.0.steps
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            if isinstance(value, dict):
+                there = ", ".join(value)
+            elif isinstance(value, list):
+                there = f"positions 0-{len(value) - 1}"
+            else:
+                there = "none: it is a value"
+            raise KeyError(f"{path}: no {key!r} (at {part!r}; keys there: {there})")
     return value
 
 
