@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "lib"))
 
 import pytest  # noqa: E402
-from corpus import CORPUS, QUESTIONS  # noqa: F401  (tests import them from here)
+from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: F401  (tests import them from here)
 from haystack.schema import Document
 from tiny_models import MINILM, make_tiny_bert  # noqa: F401  (tests import MINILM from here)
 
@@ -32,67 +32,6 @@ def tiny_bert_mean(tmp_path_factory):
 @pytest.fixture
 def corpus():
     return [Document(content=text, meta={"title": title}) for title, text in CORPUS]
-
-
-COUNTRIES = [
-    "france",
-    "spain",
-    "italy",
-    "chile",
-    "peru",
-    "kenya",
-    "ghana",
-    "nepal",
-    "laos",
-    "fiji",
-    "oman",
-    "cuba",
-    "mali",
-    "chad",
-    "iran",
-    "iraq",
-    "togo",
-    "benin",
-    "niger",
-    "egypt",
-    "sudan",
-    "yemen",
-    "qatar",
-    "malta",
-]
-CITIES = [
-    "paris",
-    "madrid",
-    "rome",
-    "lima",
-    "nairobi",
-    "accra",
-    "hanoi",
-    "tokyo",
-    "delhi",
-    "cairo",
-    "doha",
-    "oslo",
-    "bern",
-    "vienna",
-    "prague",
-    "warsaw",
-    "dublin",
-    "lisbon",
-    "athens",
-    "sofia",
-    "riga",
-    "kiev",
-    "minsk",
-    "baku",
-]
-FILLER = [
-    "the weather there is often mild in spring.",
-    "many tourists visit during the summer months.",
-    "its markets sell fresh fruit every morning.",
-    "the river floods every few years.",
-    "an old railway crosses the northern hills.",
-]
 
 
 def make_records(n=24, seed=0):

@@ -1,5 +1,7 @@
 """A small corpus with known answers, framework-free: both the Haystack 1.x and 2.x suites use it."""
 
+import json
+
 CORPUS = [
     (
         "Paris",
@@ -35,3 +37,83 @@ QUESTIONS = [
     ("What is the largest planet in the solar system?", "Jupiter"),
     ("Who discovered penicillin?", "Penicillin"),
 ]
+
+# the synthetic records and SQuAD files of the trainer tests: "what is the capital of <country>?" -> <city>
+COUNTRIES = [
+    "france",
+    "spain",
+    "italy",
+    "chile",
+    "peru",
+    "kenya",
+    "ghana",
+    "nepal",
+    "laos",
+    "fiji",
+    "oman",
+    "cuba",
+    "mali",
+    "chad",
+    "iran",
+    "iraq",
+    "togo",
+    "benin",
+    "niger",
+    "egypt",
+    "sudan",
+    "yemen",
+    "qatar",
+    "malta",
+]
+CITIES = [
+    "paris",
+    "madrid",
+    "rome",
+    "lima",
+    "nairobi",
+    "accra",
+    "hanoi",
+    "tokyo",
+    "delhi",
+    "cairo",
+    "doha",
+    "oslo",
+    "bern",
+    "vienna",
+    "prague",
+    "warsaw",
+    "dublin",
+    "lisbon",
+    "athens",
+    "sofia",
+    "riga",
+    "kiev",
+    "minsk",
+    "baku",
+]
+FILLER = [
+    "the weather there is often mild in spring.",
+    "many tourists visit during the summer months.",
+    "its markets sell fresh fruit every morning.",
+    "the river floods every few years.",
+    "an old railway crosses the northern hills.",
+]
+
+
+def tiny_squad(path, n=16):
+    """A SQuAD v1.1 file of ``n`` one-question paragraphs (the input of ``dcsr-train build-model``)."""
+    paragraphs = []
+    for i in range(n):
+        country, city = COUNTRIES[i], CITIES[i]
+        context = f"{FILLER[i % 5].capitalize()} The capital of {country} is {city}. {FILLER[(i + 2) % 5].capitalize()}"
+        start = context.index(city)
+        qas = [
+            {
+                "id": f"q{i}",
+                "question": f"what is the capital of {country}?",
+                "answers": [{"text": city, "answer_start": start}],
+            }
+        ]
+        paragraphs.append({"context": context, "qas": qas})
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "capitals", "paragraphs": paragraphs}]}))
+    return path

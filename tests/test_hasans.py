@@ -57,17 +57,44 @@ def test_empty_hits_give_no_passages():
     assert len(result.passages) == 0 and len(result.hasans) == 0
 
 
-def test_hasans_without_a_passage_equals_hasans_over_the_rest():
+def test_rank_hits_without_a_passage_equals_hasans_over_the_rest():
     import numpy as np
 
-    from haystack_dcsr.core.hasans import hasans_scores, hasans_without
+    from haystack_dcsr.core.hasans import hasans_scores, kept_hits, rank_hits
 
     scores = np.array([3.0, 2.5, 2.0, 1.0, 0.5])
     keys = np.array([7, 7, 9, 4, 9])
-    keep, without = hasans_without(scores, keys, temperature=1.0, gone={7})
-    assert keep.tolist() == [False, False, True, True, True]
+    without = rank_hits(scores, keys, temperature=1.0, gone={7})
+    assert kept_hits(keys, {7}).tolist() == [False, False, True, True, True]
     alone = hasans_scores(scores[2:], keys[2:], temperature=1.0)
     assert without.passages.tolist() == alone.passages.tolist() == [9, 4]
     assert np.allclose(without.hasans, alone.hasans)
-    keep_all, full = hasans_without(scores, keys, 1.0)
-    assert keep_all.all() and full.passages.tolist()[0] == 7
+    assert np.allclose(without.sentence_probabilities, alone.sentence_probabilities)
+    full = rank_hits(scores, keys, 1.0)
+    assert kept_hits(keys).all() and full.passages.tolist() == [7, 9, 4]
+    top = rank_hits(scores, keys, 1.0, top_k=2)
+    assert top.passages.tolist() == [7, 9] and np.allclose(top.hasans, full.hasans[:2])
+    assert len(top.sentence_probabilities) == 5  # every kept hit's p_i, whatever top_k
+
+
+def test_exact_index_ranks_as_hasans_over_its_top_n():
+    import numpy as np
+
+    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.hasans import hasans_scores
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((12, 8)).astype(np.float32)
+    counts = [3, 0, 4, 5]  # passage 1 has no sentences
+    index = ExactSentenceIndex(vectors, counts)
+    queries = rng.standard_normal((2, 8)).astype(np.float32)
+    ranked = index.rank(queries, temperature=0.5, top_n=6, top_k=3)
+    for query, result in zip(queries, ranked):
+        row_scores = vectors @ query
+        top = np.argsort(-row_scores)[:6]
+        expected = hasans_scores(row_scores[top], index.owner[top], 0.5)
+        assert result.passages.tolist() == expected.passages[:3].tolist()
+        assert np.allclose(result.hasans, expected.hasans[:3])
+    assert 1 not in index.owner and index.passage_vectors(2).shape == (4, 8)
+    with pytest.raises(ValueError, match="12 vectors but sentences_per_passage adds up to 11"):
+        ExactSentenceIndex(vectors, [3, 4, 4])

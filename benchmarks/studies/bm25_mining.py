@@ -23,7 +23,7 @@ from haystack.nodes import BM25Retriever  # noqa: E402
 from haystack.schema import Document  # noqa: E402
 
 from haystack_dcsr.training.data import squad_to_records  # noqa: E402
-from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives  # noqa: E402
+from haystack_dcsr.training.mining import bm25_search, mine_hard_negatives  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "squad"
 
@@ -41,11 +41,11 @@ def main() -> None:
     }
 
     start = time.perf_counter()
-    retriever = bm25_retriever(passages)
+    search = bm25_search(passages)
     report["sparse_index_s"] = time.perf_counter() - start
     out = Path(tempfile.mkdtemp()) / "mined.jsonl"
     start = time.perf_counter()
-    mine_hard_negatives(records, retriever, out, top_k=30, keep=30, progress_bar=False)
+    mine_hard_negatives(records, search, out, top_k=30, keep=30, progress_bar=False)
     report["sparse_mine_s"] = time.perf_counter() - start
     mined = [json.loads(line) for line in out.read_text().splitlines()]
     report["mean_hard_negatives"] = sum(len(m["hard_negative_ctxs"]) for m in mined) / len(mined)

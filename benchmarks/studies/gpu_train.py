@@ -193,10 +193,10 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
 
     _, _, metrics, _ = import_core()
     start = time.perf_counter()
-    query_tower, vectors, owner = index_corpus(run_dir, passages, device)
+    model, index = index_corpus(run_dir, passages, device)
     encoded = time.perf_counter() - start
     texts = [" ".join(s) for s in passages]
-    rank = hasans_ranker(query_tower, vectors, owner)
+    rank = hasans_ranker(model, index)
     rows = rank([q for q, _ in questions])
     ranked = [[texts[p] for p, _ in row] for row in rows]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
@@ -210,9 +210,7 @@ def evaluate(run_dir: Path, passages, questions, device: str, sample=None, order
         report["dev_1000"] = {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(sampled, KS).items()}
     served = {"questions": [q for q, _ in questions], "ranked": by_id(rows, order)}
     if contrast is not None:
-        report["contrast"], contrast_served = contrast_metrics(
-            contrast, rank, query_tower, vectors.cpu().numpy(), owner, order, texts
-        )
+        report["contrast"], contrast_served = contrast_metrics(contrast, rank, model, index, order, texts)
         served.update(contrast_served)
     return report, ranks, served
 
@@ -233,109 +231,69 @@ def sentences_of(corpus: dict, ids) -> list:
 
 
 def index_corpus(run_dir: Path, passages, device: str):
-    """``run_dir``'s query tower, its passage tower's sentence vectors of ``passages`` (on ``device``),
-    and each vector's passage index."""
-    import numpy as np
+    """``run_dir``'s model (``DCSRModel``: its towers and settings) and the exact sentence index of ``passages``
+    (each its sentences) built with its passage tower, on ``device``."""
     import torch
 
-    encoder, _, _, _ = import_core()
-    passage_tower = encoder.PassageTower(str(run_dir / "passage_encoder"), device=device, precision="fp32")
-    query_tower = encoder.QueryTower(str(run_dir / "query_encoder"), device=device, precision="fp32")
-    vectors = torch.from_numpy(passage_tower.encode(passages, batch_size=256)).to(device)
-    return query_tower, vectors, np.repeat(np.arange(len(passages)), [len(s) for s in passages])
+    import_core()
+    from haystack_dcsr.core.dcsr_model import DCSRModel
+    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+
+    model = DCSRModel.from_pretrained(str(run_dir), device=device, precision="fp32")
+    vectors = torch.from_numpy(model.encode_passages(passages, batch_size=256))
+    return model, ExactSentenceIndex(vectors, [len(s) for s in passages], device=device)
 
 
-def hasans_ranker(query_tower, vectors, owner, top: int = 100):
-    """questions -> per question the top passages as (passage index, HasAns): exact top-3,000 sentence
-    search over ``vectors`` (on their device) and HasAns over ``owner`` (passage index per sentence), at
-    the towers' temperature; HasAns as the probability DCSRRetriever serves as ``score``, which a
-    hybrid min-max scales (its log-space key ranks the same but fuses differently)."""
-    import torch
-
-    _, hasans, _, _ = import_core()
-    temperature = query_tower.config.temperature
+def hasans_ranker(model, index, top: int = 100):
+    """questions -> per question the top passages as (passage index, HasAns), ranked as DCSRRetriever
+    serves a FAISS Flat index (``ExactSentenceIndex.rank`` at the model's temperature); HasAns is the
+    probability served as ``score``, which a hybrid min-max scales."""
 
     def rank(texts_to_ask):
-        query_vectors = query_tower.encode(texts_to_ask, batch_size=512)
-        out = []
-        for begin in range(0, len(texts_to_ask), 512):
-            q = torch.from_numpy(query_vectors[begin : begin + 512]).to(vectors.device)
-            scores, ids = torch.topk(q @ vectors.T, min(3000, len(vectors)), dim=1)
-            for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
-                result = hasans.hasans_scores(row_scores, owner[row_ids], temperature)
-                out.append(list(zip(result.passages[:top].tolist(), result.hasans[:top].tolist())))
-        return out
+        ranked = index.rank(model.encode_queries(texts_to_ask, batch_size=512), model.temperature, top_k=top)
+        return [list(zip(r.passages.tolist(), r.hasans.tolist())) for r in ranked]
 
     return rank
 
 
-def mine_dense(
-    run_dir: Path, records_file: Path, corpus: dict, ids, passages, out: Path, device: str, keep: int = 10
-) -> Path:
-    """The DCSR-hard round's data: every record's hard negatives replaced by the first ``keep`` passages
-    of ``run_dir``'s towers (over the passages ``ids``, split as ``passages``, ranked as served) that are
-    not a positive and hold no answer; the rule of ``mine-dense``, without Haystack. MEQ records keep
-    their own negatives."""
+def mine_dense(run_dir: Path, records_file: Path, corpus: dict, ids, out: Path, device: str, keep: int = 10) -> Path:
+    """The DCSR-hard round's data: every record's hard negatives replaced by the first ``keep`` passages of
+    ``run_dir``'s towers over the passages ``ids`` that are not a positive and hold no answer
+    (``dcsr-train mine-dense``'s miner, ``training.mining.dense_search``)."""
     import torch
 
-    from haystack_dcsr.training.data import Passage, answerless_negatives, load_records, write_records
+    import_core()
+    from haystack_dcsr.training.data import Passage, load_records
+    from haystack_dcsr.training.mining import dense_search, mine_hard_negatives
 
-    records = load_records(records_file).records
-    query_tower, vectors, owner = index_corpus(run_dir, passages, device)
-    rank = hasans_ranker(query_tower, vectors, owner, top=keep + 20)
-    normalized = {}
-    for record, row in zip(records, rank([r.question for r in records])):
-        ranked = (Passage(title=corpus[ids[i]][0], text=corpus[ids[i]][1], passage_id=ids[i]) for i, _ in row)
-        record.hard_negatives = answerless_negatives(record, ranked, keep, normalized)
-    write_records(records, out)
-    del vectors
+    passages = [Passage(title=corpus[pid][0], text=corpus[pid][1], passage_id=pid) for pid in ids]
+    search = dense_search(run_dir, passages, device=device, progress_bar=False)
+    out.unlink(missing_ok=True)
+    mine_hard_negatives(load_records(records_file).records, search, out, top_k=keep + 20, keep=keep, batch_size=4096)
     torch.cuda.empty_cache()
     return out
 
 
-def mine_file(model: Path, records: Path, corpus_file: Path, out: Path, keep: int = 10) -> Path:
-    """``mine_dense`` over a corpus JSONL (``convert-squad --corpus``, read as ``mine-dense`` reads it): the
-    DCSR-hard round on a machine without a GPU, where ``mine-dense``'s Haystack path (~12 min of indexing
-    and ~18 ms a question on 2 cores) takes ~40 min for SQuAD's training questions; exact search picks
-    the same passages in ~16."""
-    import torch
-
-    import_core()
-    from haystack_dcsr.training.cli import read_corpus
-
-    corpus = {p.key: [p.title, p.text] for p in read_corpus(str(corpus_file))}
-    ids = list(corpus)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    start = time.perf_counter()
-    partial = out.with_name(out.name + ".partial")  # a stopped run leaves no file that looks mined
-    mine_dense(model, records, corpus, ids, sentences_of(corpus, ids), partial, device, keep)
-    partial.replace(out)
-    print(f"mined {records} over {len(ids)} passages on {device} in {time.perf_counter() - start:.0f}s -> {out}")
-    return out
-
-
-def contrast_metrics(contrast, rank, query_tower, vectors, owner, order, texts):
+def contrast_metrics(contrast, rank, model, index, order, texts):
     """MEQ ranking MR/MRR among the 50 candidates, pair hits, overlap, own gold first, sim(q,q+) > sim(q,q-);
     and the contrast questions' rankings and the candidates' served scores (HasAns), for ``ranked:``."""
-    import numpy as np
     from evaluation import candidate_scores, pair_report, ranking_report
 
     pairs, ranking = contrast
     position = {pid: i for i, pid in enumerate(order)}
-    starts = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(order)))])
-    temperature = query_tower.config.temperature
+    temperature = model.temperature
     _, hasans, _, _ = import_core()
 
     def score(question, candidates):
-        query = query_tower.encode([question])[0]
-        chosen = [vectors[starts[position[c]] : starts[position[c] + 1]] for c in candidates]
+        query = model.encode_queries([question])[0]
+        chosen = [index.passage_vectors(position[c]).cpu().numpy() for c in candidates]
         return hasans.score_passages(query, chosen, temperature)
 
     asked = list(dict.fromkeys(q for p in pairs for q in (p["question"], p["meq"])))
     asked_rows = by_id(rank(asked), order)
     ranked_of = dict(zip(asked, asked_rows))
     by_passage = {order[i]: text for i, text in enumerate(texts)}
-    embed = lambda batch: query_tower.encode(batch)  # noqa: E731
+    embed = lambda batch: model.encode_queries(batch)  # noqa: E731
     scores = candidate_scores(score, ranking)
     ranking_result = ranking_report(scores, ranking, pairs, embed)
     served = {
@@ -547,7 +505,6 @@ def run(args) -> None:
                 train_file,
                 corpus,
                 order,
-                passages,
                 workdir / f"{name}_hard.jsonl",
                 device,
                 keep=int(own.get("hard_keep", 10)),
@@ -623,12 +580,6 @@ def main(argv=None) -> None:
     p = commands.add_parser("unpack")
     p.add_argument("parts", type=Path)
     p.add_argument("target", type=Path)
-    p = commands.add_parser("mine", help="DCSR-hard negatives from a trained run, mine-dense's picks, fast on CPU")
-    p.add_argument("model", type=Path, help="a trainer output directory (e.g. runs/cpu_dcsr/last)")
-    p.add_argument("records", type=Path)
-    p.add_argument("corpus", type=Path)
-    p.add_argument("out", type=Path)
-    p.add_argument("--keep", type=int, default=10)
     args = parser.parse_args(argv)
     if args.command == "pack":
         pack(args.out)
@@ -636,8 +587,6 @@ def main(argv=None) -> None:
         pack_model(args.model, args.out)
     elif args.command == "run":
         run(args)
-    elif args.command == "mine":
-        mine_file(args.model, args.records, args.corpus, args.out, args.keep)
     else:
         unpack(args.parts, args.target)
 

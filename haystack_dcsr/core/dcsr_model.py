@@ -20,7 +20,7 @@ module imports no Haystack, so the 1.x nodes and the 2.x components load the sam
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Dict, Literal, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from haystack_dcsr.core.models import (
     infer_config,
     resolve_model_path,
 )
+from haystack_dcsr.core.sentence_units import whole_span
 from haystack_dcsr.core.splitting import SentenceSplitter
 
 MODEL_FILE = "dcsr_model.json"
@@ -224,6 +225,12 @@ class DCSRModel:
     def splitter(self) -> SentenceSplitter:
         """The sentence splitter the passages must be indexed with (fitted parameters when saved)."""
         return model_splitter(self.files)
+
+    def passage_units(self, texts: Sequence[str]) -> List[List[str]]:
+        """Each passage as the units this model encodes: its sentences, split as the retrievers split them,
+        or the whole passage for a passage-level model (none for blank text)."""
+        splitter = self.splitter() if self.settings.split_sentences else None
+        return [[text[a:b] for a, b in (splitter.spans(text) if splitter else whole_span(text))] for text in texts]
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64, progress_bar: bool = False) -> np.ndarray:
         return self.query_tower.encode(queries, batch_size=batch_size, progress_bar=progress_bar)

@@ -7,7 +7,7 @@ so a passage whose sentences all have tiny p keeps full precision, and ranking u
 (lower = better), which still separates passages whose HasAns rounds to 1.0.
 """
 
-from typing import Iterable, NamedTuple, Sequence, Tuple
+from typing import Iterable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -50,17 +50,37 @@ def hasans_scores(scores: np.ndarray, passage_keys: np.ndarray, temperature: flo
     return PassageScores(passages[order], -np.expm1(log_none), log_none, probabilities)
 
 
-def hasans_without(
-    scores: np.ndarray, passage_keys: np.ndarray, temperature: float, gone: Iterable[int] = ()
-) -> Tuple[np.ndarray, PassageScores]:
-    """HasAns over the retrieved sentences of every passage but those in ``gone``, recomputed as if
-    those had never been indexed, and the mask of the hits kept. The one ranking rule of both Haystack
-    adapters: a driver reads the top passages, adds to ``gone`` those the store can no longer serve
-    (deleted, re-written since they were indexed) and ranks again, until every top passage is served."""
+TOP_N_SENTENCES = 3000  # sentences a query retrieves before HasAns: the retrievers' default, the benchmarks' setting
+
+
+def rank_hits(
+    scores: np.ndarray,
+    passage_keys: np.ndarray,
+    temperature: float,
+    top_k: Optional[int] = None,
+    gone: Iterable[int] = (),
+) -> PassageScores:
+    """Passages ranked by HasAns over a query's retrieved sentences: the one ranking rule of the Haystack
+    adapters, the exact index, the trainer and the benchmarks. Passages in ``gone`` are ranked as if
+    never indexed: a store driver reads the top passages, adds those it can no longer serve (deleted,
+    re-written since they were indexed) and ranks again, until every top passage is served. The first
+    ``top_k`` passages are kept (all when None); ``sentence_probabilities`` covers the hits not ``gone``,
+    in input order (``kept_hits`` gives their mask)."""
     passage_keys = np.asarray(passage_keys)
+    keep = kept_hits(passage_keys, gone)
+    ranked = hasans_scores(np.asarray(scores)[keep], passage_keys[keep], temperature)
+    if top_k is not None:
+        ranked = ranked._replace(
+            passages=ranked.passages[:top_k], hasans=ranked.hasans[:top_k], log_none=ranked.log_none[:top_k]
+        )
+    return ranked
+
+
+def kept_hits(passage_keys: np.ndarray, gone: Iterable[int] = ()) -> np.ndarray:
+    """The mask of the hits whose passage is not in ``gone``."""
     gone = list(gone)
-    keep = ~np.isin(passage_keys, gone) if gone else np.ones(len(passage_keys), dtype=bool)
-    return keep, hasans_scores(np.asarray(scores)[keep], passage_keys[keep], temperature)
+    passage_keys = np.asarray(passage_keys)
+    return ~np.isin(passage_keys, gone) if gone else np.ones(len(passage_keys), dtype=bool)
 
 
 def score_passages(query: np.ndarray, passage_vectors: Sequence[np.ndarray], temperature: float = 1.0) -> np.ndarray:

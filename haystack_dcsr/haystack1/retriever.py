@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from haystack_dcsr.core.dcsr_model import ModelFiles
 from haystack_dcsr.core.encoder import PassageTower
 from haystack_dcsr.core.evidence import mark_answer_sentences
-from haystack_dcsr.core.hasans import PassageScores, hasans_without
+from haystack_dcsr.core.hasans import TOP_N_SENTENCES, PassageScores, kept_hits, rank_hits
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, first_device
@@ -99,7 +99,7 @@ class DCSRRetriever(DenseRetriever):
         pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         top_k: int = 10,
-        top_n_sentences: int = 3000,
+        top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
         max_seq_len: Optional[int] = None,
         max_query_len: Optional[int] = None,
@@ -364,7 +364,7 @@ class DCSRRetriever(DenseRetriever):
 
     def _rank(self, search: SentenceSearch, hits: Sequence[Hits], top_k: int) -> List[List[Document]]:
         """Passages by HasAns, read from the store. A passage that can no longer be rebuilt exactly is
-        left out (with a warning) and HasAns is recomputed without its sentences (``hasans_without``,
+        left out (with a warning) and HasAns is recomputed without its sentences (``rank_hits``,
         the rule the 2.x retriever applies too). Before returning, the search confirms that the
         supporting hits still belong to their sentences."""
         gone: List[set] = [set() for _ in hits]
@@ -406,7 +406,8 @@ class DCSRRetriever(DenseRetriever):
 
     def _without(self, h: Hits, gone: set) -> Tuple[Hits, PassageScores]:
         """The hits without those of the passages in ``gone``, and their HasAns."""
-        keep, scored = hasans_without(h.scores, h.passage_keys, self.hasans_temperature, gone)
+        keep = kept_hits(h.passage_keys, gone)
+        scored = rank_hits(h.scores, h.passage_keys, self.hasans_temperature, gone=gone)
         if keep.all():
             return h, scored
         vector_ids = None if h.vector_ids is None else h.vector_ids[keep]

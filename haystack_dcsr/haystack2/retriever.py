@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils.deserialization import deserialize_component_inplace
 
 from haystack_dcsr.core.dcsr_model import DCSRModel
-from haystack_dcsr.core.hasans import hasans_scores
+from haystack_dcsr.core.hasans import TOP_N_SENTENCES, rank_hits
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
@@ -52,7 +52,7 @@ class DCSRRetriever:
         model: str = DEFAULT_MODEL,
         filters: Optional[Dict[str, Any]] = None,
         top_k: int = 10,
-        top_n_sentences: int = 3000,
+        top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
         device: Optional[str] = None,
         precision: Precision = "auto",
@@ -106,10 +106,13 @@ class DCSRRetriever:
         while True:
             keys = [position(doc).passage_id for doc in hits]
             names, key_of = np.unique(np.array(keys, dtype=object), return_inverse=True) if hits else ([], [])
-            scores = hasans_scores(
-                np.array([doc.score for doc in hits], dtype=np.float64), np.asarray(key_of, dtype=np.int64), temperature
+            scores = rank_hits(
+                np.array([doc.score for doc in hits], dtype=np.float64),
+                np.asarray(key_of, dtype=np.int64),
+                temperature,
+                top_k=top_k,
             )
-            chosen = [str(names[key]) for key in scores.passages[:top_k]]
+            chosen = [str(names[key]) for key in scores.passages]
             stored = {doc.id: doc for doc in self._sentences.read(chosen)}
             passages: Dict[str, Optional[List[Document]]] = {}
             for pid in chosen:

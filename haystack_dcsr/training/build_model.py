@@ -4,9 +4,9 @@ Stages, each writing its output under ``<out>/work/`` and a ``<stage>.done`` mar
 so a command run again (after a kill, or to change a later stage) skips what is done:
 
 1. ``data``: SQuAD JSON(.gz) -> training records and a passage corpus (or the trainer's JSONL as given);
-2. ``bm25``: BM25 hard negatives for every question (the embedded sparse BM25 store);
+2. ``bm25``: BM25 hard negatives for every question (the core's sparse BM25);
 3. ``first``: a first DCSR model on them;
-4. ``dense``: that model's own hard negatives (the paper's DCSR-hard mining);
+4. ``dense``: that model's own hard negatives (the paper's DCSR-hard mining: exact search, HasAns);
 5. ``hard``: a fresh DCSR model trained on those: the recommended model, copied to ``<out>``;
 6. ``card``: the model card, with the recipe and the dev metrics of training.
 
@@ -144,12 +144,15 @@ def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overr
                 paths["dev"],
             )
     elif stage == "bm25":
-        from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
+        from haystack_dcsr.training.mining import bm25_search, mine_hard_negatives
 
-        retriever = bm25_retriever(read_corpus(paths["corpus"]))
         keep = int(recipe["bm25_negatives"])
         mine_hard_negatives(
-            load_records(paths["records"]).records, retriever, paths["bm25"], top_k=max(30, keep), keep=keep
+            load_records(paths["records"]).records,
+            bm25_search(read_corpus(paths["corpus"])),
+            paths["bm25"],
+            top_k=max(30, keep),
+            keep=keep,
         )
     elif stage in ("first", "hard"):
         _train(stage, recipe, budget, paths, work, overrides)
@@ -166,16 +169,16 @@ def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overr
                 else:
                     shutil.copy2(item, target)
     elif stage == "dense":
-        from haystack_dcsr.training.mining import mine_with_retriever
+        from haystack_dcsr.training.mining import dense_search, mine_hard_negatives
 
         keep = int(recipe["dense_negatives"])
-        mine_with_retriever(
-            _best(work / "first"),
+        mine_hard_negatives(
             load_records(paths["bm25"]).records,
-            read_corpus(paths["corpus"]),
+            dense_search(_best(work / "first"), read_corpus(paths["corpus"])),
             paths["dense"],
             top_k=max(30, keep),
             keep=keep,
+            batch_size=4096,
         )
     elif stage == "card":
         card = out / "README.md"

@@ -42,29 +42,28 @@ def convert_squad(args) -> None:
 
 
 def mine_bm25(args) -> None:
-    from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
+    from haystack_dcsr.training.mining import bm25_search, mine_hard_negatives, retriever_search
 
     records = load_records(args.records).records
     start = time.perf_counter()
-    retriever = bm25_retriever(read_corpus(args.corpus), elasticsearch_url=args.elasticsearch_url)
+    if args.elasticsearch_url:  # the Haystack 1.x adapter: needs farm-haystack and a server
+        from haystack_dcsr.haystack1.mining import bm25_retriever  # the one import of Haystack 1.x here
+
+        search = retriever_search(bm25_retriever(read_corpus(args.corpus), elasticsearch_url=args.elasticsearch_url))
+    else:
+        search = bm25_search(read_corpus(args.corpus))
     indexed = time.perf_counter()
-    mined = mine_hard_negatives(
-        records, retriever, args.out, top_k=args.top_k, keep=args.keep, batch_size=args.batch_size
-    )
+    mined = mine_hard_negatives(records, search, args.out, top_k=args.top_k, keep=args.keep, batch_size=args.batch_size)
     done = time.perf_counter()
     print(f"indexed in {indexed - start:.1f}s; mined {mined} questions in {done - indexed:.1f}s -> {args.out}")
 
 
 def mine_dense(args) -> None:
-    from haystack_dcsr.training.mining import mine_with_retriever
+    from haystack_dcsr.training.mining import dense_search, mine_hard_negatives
 
-    mined = mine_with_retriever(
-        args.model,
-        load_records(args.records).records,
-        read_corpus(args.corpus),
-        args.out,
-        top_k=args.top_k,
-        keep=args.keep,
+    search = dense_search(args.model, read_corpus(args.corpus), device=args.device)
+    mined = mine_hard_negatives(
+        load_records(args.records).records, search, args.out, top_k=args.top_k, keep=args.keep, batch_size=4096
     )
     print(f"mined {mined} questions -> {args.out}")
 
@@ -185,11 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id-prefix", default="", help="prefix for passage ids (e.g. train-)")
     p.set_defaults(func=convert_squad)
 
-    p = commands.add_parser("mine-bm25", help="add BM25 hard negatives (Haystack BM25Retriever)")
+    p = commands.add_parser("mine-bm25", help="add BM25 hard negatives (embedded sparse BM25, or Elasticsearch)")
     p.add_argument("records", help="training records (JSONL: question, answers, positive_ctxs; e.g. convert-squad's)")
     p.add_argument("corpus", help="passages to mine from (JSONL, one {passage_id, title, text} a line)")
     p.add_argument("out", help="the records with hard_negative_ctxs added (JSONL)")
-    p.add_argument("--elasticsearch-url", help="use ElasticsearchDocumentStore here instead of the embedded store")
+    p.add_argument(
+        "--elasticsearch-url",
+        help="mine through Haystack 1.x's ElasticsearchDocumentStore at this URL instead of the embedded BM25",
+    )
     p.add_argument("--top-k", type=int, default=30, help="BM25 passages read per question (default 30)")
     p.add_argument("--keep", type=int, default=30, help="hard negatives kept per question: answerless, not gold")
     p.add_argument("--batch-size", type=int, default=1024, help="questions scored together (memory vs speed)")
@@ -202,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="the records with the model's hard negatives in place of BM25's (JSONL)")
     p.add_argument("--top-k", type=int, default=30, help="passages the model ranks per question (default 30)")
     p.add_argument("--keep", type=int, default=30, help="hard negatives kept per question: answerless, not gold")
+    p.add_argument("--device", help="where the model runs and the index lives (default: a GPU if there is one)")
     p.set_defaults(func=mine_dense)
 
     def meq_options(p, threshold=True, answers=True):

@@ -136,19 +136,19 @@ def build_contrast_set(
     corpus: List[Passage],
     meq_filter: MEQFilter,
     out_dir: Union[str, Path],
-    retriever=None,
+    search=None,
     seed: int = 0,
     keep_repeats: bool = False,
 ) -> Dict:
     """Mine MEQ pairs among ``records`` and write ``pairs.jsonl`` and ``ranking.jsonl`` to ``out_dir``.
 
-    :param retriever: a Haystack BM25 retriever over ``corpus`` (default: the embedded one).
+    :param search: a miner's search over ``corpus`` (``training.mining``; default: BM25 over it).
     :param keep_repeats: keep a pair whose two question texts an earlier pair already has (either
         order). Datasets repeat questions (SQuAD dev asks "Who won Super Bowl 50?" twice), and every
         copy would pair again, weighting that pair twice or four times in each metric and paired
         test; ``True`` rebuilds the 352-pair set the README's tables were measured on.
     """
-    from haystack_dcsr.training.mining import bm25_retriever
+    from haystack_dcsr.training.mining import bm25_search
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,16 +159,12 @@ def build_contrast_set(
         accepted = [pair for pair, keep in zip(accepted, first) if keep]
     paraphrase_of = {i: partners[0] for i, partners in mined.paraphrase_neighbours().items()}
     members = sorted({k for i, j, _ in accepted for k in (i, j)})
-    retriever = retriever or bm25_retriever(corpus)
-    hits = retriever.retrieve_batch([records[k].question for k in members], top_k=4 * RANKING_HARD)
+    search = search or bm25_search(corpus)
+    hits = search([records[k].question for k in members], 4 * RANKING_HARD)
     answers_of = {k: [normalize_for_matching(a) for a in records[k].answers] for k in members}
     hard = {
-        k: [
-            Passage(d.meta.get("title", ""), d.content, d.id)
-            for d in docs
-            if not contains_answer(normalize_for_matching(d.content), answers_of[k])
-        ]
-        for k, docs in zip(members, hits)
+        k: [p for p in passages if not contains_answer(normalize_for_matching(p.text), answers_of[k])]
+        for k, passages in zip(members, hits)
     }
     rng = random.Random(seed)
     with (

@@ -1,66 +1,94 @@
-"""Hard negatives from a Haystack BM25 node (the DPR recipe): top BM25 passages without an answer.
+"""Hard negatives for training, without any Haystack: BM25 (the DPR recipe) and a trained model's own
+(the paper's DCSR-hard round).
 
-Mining goes through ``BM25Retriever.retrieve_batch`` so any BM25 store works:
-``ElasticsearchDocumentStore`` when a server URL is given, else the embedded
-``SparseBM25DocumentStore``. Output is streamed as JSONL, one record per line in input order,
-so an interrupted run resumes where it stopped.
+A miner is a ``search``: questions and a depth in, each question's ranked passages out. Two ship here,
+on the package's core: ``bm25_search`` (the core's sparse BM25, Elasticsearch scoring) and
+``dense_search`` (a trained DCSR model over an exact sentence index, ranked by HasAns as the retrievers
+serve it, on the GPU when there is one). ``retriever_search`` mines through any Haystack retriever
+(``haystack_dcsr.haystack1.mining`` builds them: Elasticsearch, a FAISS-backed ``DCSRRetriever``).
+``mine_hard_negatives`` keeps each question's top passages that are not a positive and hold no answer,
+streamed as JSONL in input order, so an interrupted run resumes where it stopped.
 """
 
 import json
 import logging
 from pathlib import Path
-from typing import Iterable, List, Optional, Union
+from typing import Callable, List, Optional, Sequence, Union
 
-from haystack.document_stores import KeywordDocumentStore
-from haystack.nodes import BM25Retriever
-from haystack.nodes.retriever import BaseRetriever
-from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
 from haystack_dcsr.training.data import Passage, Record, answerless_negatives
 
 logger = logging.getLogger(__name__)
 
+Search = Callable[[List[str], int], List[List[Passage]]]
+"""questions, top_k -> per question its top_k passages, best first."""
 
-def bm25_retriever(
-    passages: Iterable[Passage], elasticsearch_url: Optional[str] = None, index: str = "dcsr_bm25"
-) -> BM25Retriever:
-    """A ``BM25Retriever`` over ``passages``: Elasticsearch at ``elasticsearch_url``, else embedded."""
-    documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in passages]
-    if elasticsearch_url:
-        from urllib.parse import urlparse
 
-        from haystack.document_stores import ElasticsearchDocumentStore
+def bm25_search(passages: Sequence[Passage], query_batch_size: int = 512) -> Search:
+    """BM25 over ``passages`` (Lucene scoring, ties in corpus order): the DPR recipe's negatives."""
+    from haystack_dcsr.core.sparse_bm25 import SparseBM25
 
-        url = urlparse(elasticsearch_url)
-        store: KeywordDocumentStore = ElasticsearchDocumentStore(
-            host=url.hostname or "localhost",
-            port=url.port or 9200,
-            scheme=url.scheme or "http",
-            username=url.username or "",
-            password=url.password or "",
-            index=index,
-            recreate_index=True,
-        )
-    else:
-        store = SparseBM25DocumentStore(index=index, progress_bar=False)
-    store.write_documents(documents, index=index)
-    return BM25Retriever(document_store=store, scale_score=False)
+    passages = list(passages)
+    bm25 = SparseBM25([p.text for p in passages], query_batch_size=query_batch_size)
+
+    def search(questions: List[str], top_k: int) -> List[List[Passage]]:
+        return [[passages[row] for row in rows] for rows, _ in bm25.search(questions, top_k)]
+
+    return search
+
+
+def dense_search(
+    model: Union[str, Path],
+    passages: Sequence[Passage],
+    device: Optional[str] = None,
+    batch_size: int = 64,
+    progress_bar: bool = True,
+) -> Search:
+    """A trained DCSR model's ranking of ``passages`` (a model directory or hub name): every passage split
+    and encoded whole as the retrievers index it, an exact search over all sentence vectors and HasAns
+    over each question's top sentences, as ``DCSRRetriever`` serves a FAISS Flat index."""
+    from haystack_dcsr.core.dcsr_model import DCSRModel
+    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+
+    passages = list(passages)
+    dcsr = DCSRModel.from_pretrained(str(model), device=device)
+    units = dcsr.passage_units([p.text for p in passages])
+    vectors = dcsr.encode_passages(units, batch_size=batch_size, progress_bar=progress_bar)
+    index = ExactSentenceIndex(vectors, [len(u) for u in units], device=str(dcsr.passage_tower.device))
+
+    def search(questions: List[str], top_k: int) -> List[List[Passage]]:
+        queries = dcsr.encode_queries(questions, batch_size=256)
+        ranked = index.rank(queries, dcsr.temperature, top_k=top_k)
+        return [[passages[int(p)] for p in row.passages] for row in ranked]
+
+    return search
+
+
+def retriever_search(retriever) -> Search:
+    """A Haystack retriever's ``retrieve_batch`` as a search (``haystack_dcsr.haystack1.mining`` builds
+    such retrievers over a corpus): its documents as the trainer's passages."""
+
+    def search(questions: List[str], top_k: int) -> List[List[Passage]]:
+        return [
+            [Passage(title=d.meta.get("title", ""), text=d.content, passage_id=d.id) for d in documents]
+            for documents in retriever.retrieve_batch(questions, top_k=top_k)
+        ]
+
+    return search
 
 
 def mine_hard_negatives(
     records: List[Record],
-    retriever: BaseRetriever,
+    search: Search,
     output: Union[str, Path],
     top_k: int = 30,
     keep: int = 30,
     batch_size: int = 1024,
     progress_bar: bool = True,
 ) -> int:
-    """Append records with ``hard_negative_ctxs`` = up to ``keep`` of the ``retriever``'s top ``top_k``
-    passages that are not a positive and contain no answer (``BM25Retriever`` for DPR's recipe, a
-    trained ``DCSRRetriever`` for model-based negatives). Resumes after the records already in
+    """Append records with ``hard_negative_ctxs`` = up to ``keep`` of the ``search``'s top ``top_k``
+    passages that are not a positive and contain no answer. Resumes after the records already in
     ``output``. Returns how many records were mined in this call."""
     output = Path(output)
     done = _count_lines(output)
@@ -70,15 +98,11 @@ def mine_hard_negatives(
     output.parent.mkdir(parents=True, exist_ok=True)
     with (
         output.open("a", encoding="utf-8") as handle,
-        tqdm(
-            total=len(records), initial=done, disable=not progress_bar, desc="Mining BM25 negatives", unit=" q"
-        ) as bar,
+        tqdm(total=len(records), initial=done, disable=not progress_bar, desc="Mining negatives", unit=" q") as bar,
     ):
         for start in range(done, len(records), batch_size):
             chunk = records[start : start + batch_size]
-            hits = retriever.retrieve_batch([r.question for r in chunk], top_k=top_k)
-            for record, documents in zip(chunk, hits):
-                ranked = (Passage(title=d.meta.get("title", ""), text=d.content, passage_id=d.id) for d in documents)
+            for record, ranked in zip(chunk, search([r.question for r in chunk], top_k)):
                 record.hard_negatives = answerless_negatives(record, ranked, keep, normalized)
                 handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
             handle.flush()
@@ -96,39 +120,3 @@ def _count_lines(path: Path) -> int:
         with path.open("w", encoding="utf-8") as handle:
             handle.write("".join(line + "\n" for line in complete))
     return len(complete)
-
-
-def mine_with_retriever(
-    model_dir: Union[str, Path],
-    records: List[Record],
-    corpus: List[Passage],
-    output: Union[str, Path],
-    top_k: int = 30,
-    keep: int = 30,
-    batch_size: int = 256,
-) -> int:
-    """Model-based hard negatives (the paper's DCSR-hard round): index ``corpus`` with the trained
-    towers in ``model_dir`` and keep the top passages without an answer."""
-    from haystack.document_stores import FAISSDocumentStore
-
-    from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-
-    if (Path(model_dir) / "dcsr_retriever.json").is_file():
-        retriever = DCSRRetriever.load(model_dir)
-        splitter = SentencePreprocessor(split_sentences=retriever.passage_encoder.config.level != "passage")
-    else:  # a DCSRModel directory (a trainer output): the model says how to split its passages
-        retriever = DCSRRetriever(model=str(model_dir))
-        splitter = SentencePreprocessor(model=str(model_dir))
-    splitter.progress_bar = False
-    store = FAISSDocumentStore(
-        sql_url="sqlite://",
-        embedding_dim=retriever.embedding_dim,
-        faiss_index_factory_str="Flat",
-        duplicate_documents="skip",
-        progress_bar=False,
-    )
-    retriever.document_store = store
-    documents = [Document(content=p.text, id=p.key, meta={"title": p.title}) for p in corpus]
-    store.write_documents(splitter.process(documents)["documents"])
-    store.update_embeddings(retriever)
-    return mine_hard_negatives(records, retriever, output, top_k=top_k, keep=keep, batch_size=batch_size)

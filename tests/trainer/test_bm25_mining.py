@@ -13,8 +13,9 @@ from haystack.nodes import BM25Retriever
 from haystack.schema import Document
 
 from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore, top_indices
+from haystack_dcsr.haystack1.mining import bm25_retriever
 from haystack_dcsr.training.data import Passage, Record
-from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
+from haystack_dcsr.training.mining import bm25_search, mine_hard_negatives, retriever_search
 
 DOCS = [
     "the cat sat on the mat",
@@ -133,12 +134,12 @@ def test_mining_keeps_answer_free_non_positive_passages_and_resumes(tmp_path):
         Record("what fell?", ["stock markets"], [passages[2]]),
         Record("which pets?", ["dogs"], [passages[4]]),
     ]
-    retriever = bm25_retriever(passages)
+    search = bm25_search(passages)
     out = tmp_path / "mined.jsonl"
-    assert mine_hard_negatives(records[:2], retriever, out, top_k=3, batch_size=1, progress_bar=False) == 2
+    assert mine_hard_negatives(records[:2], search, out, top_k=3, batch_size=1, progress_bar=False) == 2
     with out.open("a") as handle:
         handle.write('{"question": "half-writ')  # a crash mid-line
-    assert mine_hard_negatives(records, retriever, out, top_k=3, progress_bar=False) == 1
+    assert mine_hard_negatives(records, search, out, top_k=3, progress_bar=False) == 1
     lines = out.read_text().splitlines()
     assert len(lines) == 3
 
@@ -146,6 +147,21 @@ def test_mining_keeps_answer_free_non_positive_passages_and_resumes(tmp_path):
     ids = [c["passage_id"] for c in first["hard_negative_ctxs"]]
     assert "d0" not in ids and "d3" not in ids  # the positive, and a passage holding the answer "mat"
     assert "d1" in ids
+
+
+def test_the_core_bm25_mines_what_haystack_bm25_retriever_mines_over_the_store(tmp_path):
+    """The trainer's Haystack-free miner and the 1.x adapter's BM25Retriever path pick the same negatives
+    (ties included: the same corpus-order rule)."""
+    import random
+
+    rng = random.Random(1)
+    words = ["cat", "mat", "dog", "market", "stock", "news", "red", "pet", "fell", "sat", "today", "after"]
+    passages = [Passage("t", " ".join(rng.choices(words, k=12)), f"d{i}") for i in range(60)]
+    records = [Record(" ".join(rng.choices(words, k=3)) + "?", ["zebra"], [passages[i]]) for i in range(25)]
+    for name, search in [("core", bm25_search(passages)), ("haystack", retriever_search(bm25_retriever(passages)))]:
+        mine_hard_negatives(records, search, tmp_path / f"{name}.jsonl", top_k=12, keep=8, progress_bar=False)
+    core, haystack = ((tmp_path / f"{n}.jsonl").read_text() for n in ("core", "haystack"))
+    assert core == haystack and core.count('"passage_id"') > 25 * 8
 
 
 def test_mining_speed_against_haystack_in_memory_bm25():

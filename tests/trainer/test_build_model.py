@@ -4,27 +4,10 @@ model directory the retriever loads, a second run skips what is done, and --dry-
 import json
 
 import pytest
-from conftest import CITIES, COUNTRIES, FILLER, make_tiny_bert
+from conftest import make_tiny_bert
+from corpus import tiny_squad
 
 from haystack_dcsr.training.cli import main
-
-
-def tiny_squad(path, n=16):
-    paragraphs = []
-    for i in range(n):
-        country, city = COUNTRIES[i], CITIES[i]
-        context = f"{FILLER[i % 5].capitalize()} The capital of {country} is {city}. {FILLER[(i + 2) % 5].capitalize()}"
-        start = context.index(city)
-        qas = [
-            {
-                "id": f"q{i}",
-                "question": f"what is the capital of {country}?",
-                "answers": [{"text": city, "answer_start": start}],
-            }
-        ]
-        paragraphs.append({"context": context, "qas": qas})
-    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "capitals", "paragraphs": paragraphs}]}))
-    return path
 
 
 @pytest.fixture(scope="module")

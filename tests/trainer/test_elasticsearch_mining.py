@@ -5,8 +5,9 @@ import os
 
 import pytest
 
+from haystack_dcsr.haystack1.mining import bm25_retriever
 from haystack_dcsr.training.data import Passage, Record
-from haystack_dcsr.training.mining import bm25_retriever, mine_hard_negatives
+from haystack_dcsr.training.mining import mine_hard_negatives, retriever_search
 
 URL = os.environ.get("ELASTICSEARCH_URL")
 pytestmark = [
@@ -29,7 +30,8 @@ def test_elasticsearch_and_embedded_bm25_mine_the_same_negatives(tmp_path):
     outputs = {}
     for name, url in [("es", URL), ("embedded", None)]:
         retriever = bm25_retriever(passages, elasticsearch_url=url, index=f"dcsr_test_{name}")
-        mine_hard_negatives(records, retriever, tmp_path / f"{name}.jsonl", top_k=3, progress_bar=False)
+        search = retriever_search(retriever)
+        mine_hard_negatives(records, search, tmp_path / f"{name}.jsonl", top_k=3, progress_bar=False)
         outputs[name] = [
             [c["passage_id"] for c in json.loads(line)["hard_negative_ctxs"]]
             for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()

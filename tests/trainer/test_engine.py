@@ -14,10 +14,11 @@ from haystack.document_stores import InMemoryDocumentStore
 from haystack.schema import Document
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
+from haystack_dcsr.haystack1.mining import faiss_dcsr_retriever
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.data import load_records, write_records
 from haystack_dcsr.training.engine import Trainer
-from haystack_dcsr.training.mining import mine_with_retriever
+from haystack_dcsr.training.mining import dense_search, mine_hard_negatives, retriever_search
 from haystack_dcsr.training.samples import batches, make_batch
 
 
@@ -111,7 +112,8 @@ def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
     # model-based hard negatives from a passage-level tower index passages unsplit
     plain = make_records(16)  # the records above point at each other as MEQs
     corpus = [r.positives[0] for r in plain]
-    assert mine_with_retriever(last, plain[:4], corpus, tmp_path / "hard.jsonl", top_k=3, keep=2) == 4
+    search = dense_search(last, corpus, progress_bar=False)
+    assert mine_hard_negatives(plain[:4], search, tmp_path / "hard.jsonl", top_k=3, keep=2, progress_bar=False) == 4
     assert all(len(m.hard_negatives) == 2 for m in load_records(tmp_path / "hard.jsonl").records)
 
 
@@ -119,7 +121,9 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
     trainer, records, _, _, _, run = trained
     corpus = [r.positives[0] for r in records]
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
-    assert mine_with_retriever(run / "last", fresh, corpus, tmp_path / "hard.jsonl", top_k=5, keep=3) == len(records)
+    search = dense_search(run / "last", corpus, progress_bar=False)
+    mined = mine_hard_negatives(fresh, search, tmp_path / "hard.jsonl", top_k=5, keep=3, progress_bar=False)
+    assert mined == len(records)
     mined = load_records(tmp_path / "hard.jsonl").records
     assert [m.question for m in mined] == [r.question for r in records]
     for m in mined:
@@ -141,32 +145,22 @@ def gpu_train():
     return module
 
 
-def test_the_gpu_harness_mines_the_dcsr_hard_negatives_that_mine_dense_mines(trained, gpu_train, tmp_path):
-    """benchmarks/studies/gpu_train.py mines without Haystack (exact sentence search on the towers' device, HasAns):
-    its DCSR-hard negatives must be the ones the served retriever picks through ``mine-dense``."""
+def test_the_haystack_free_dense_miner_mines_what_the_served_faiss_retriever_mines(trained, gpu_train, tmp_path):
+    """``dense_search`` (exact sentence search on the towers' device, HasAns; what ``mine-dense``,
+    ``build-model`` and the GPU harness use) must pick the DCSR-hard negatives that the served
+    ``DCSRRetriever`` over FAISS Flat picks."""
     _, records, _, _, _, run = trained
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
     write_records(fresh, tmp_path / "train.jsonl")
-    corpus = {r.positives[0].key: [r.positives[0].title, r.positives[0].text] for r in records}
-    ids = list(corpus)
-    passages = gpu_train.sentences_of(corpus, ids)
-    gpu_train.mine_dense(
-        run / "last", tmp_path / "train.jsonl", corpus, ids, passages, tmp_path / "gpu.jsonl", "cpu", 3
-    )
-    mine_with_retriever(run / "last", fresh, [r.positives[0] for r in records], tmp_path / "served.jsonl", keep=3)
-    # the CPU entry point (`gpu_train.py mine`) reads the corpus JSONL that convert-squad writes
-    (tmp_path / "corpus.jsonl").write_text(
-        "".join(json.dumps({"title": t, "text": x, "passage_id": k}) + "\n" for k, (t, x) in corpus.items())
-    )
-    paths = (str(tmp_path / name) for name in ("train.jsonl", "corpus.jsonl", "cli.jsonl"))
-    gpu_train.main(["mine", str(run / "last"), *paths, "--keep", "3"])
-    by_gpu, served, by_cli = (
-        load_records(tmp_path / name).records for name in ("gpu.jsonl", "served.jsonl", "cli.jsonl")
-    )
-    assert [[n.key for n in r.hard_negatives] for r in by_gpu] == [[n.key for n in r.hard_negatives] for r in served]
-    assert [[n.key for n in r.hard_negatives] for r in by_cli] == [[n.key for n in r.hard_negatives] for r in served]
-    assert all(len(r.hard_negatives) == 3 for r in by_gpu)
-    assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in by_gpu for n in r.hard_negatives)
+    corpus = [r.positives[0] for r in records]
+    served = retriever_search(faiss_dcsr_retriever(run / "last", corpus))
+    mine_hard_negatives(fresh, served, tmp_path / "served.jsonl", top_k=23, keep=3, progress_bar=False)
+    by_id = {p.key: [p.title, p.text] for p in corpus}
+    gpu_train.mine_dense(run / "last", tmp_path / "train.jsonl", by_id, list(by_id), tmp_path / "exact.jsonl", "cpu", 3)
+    exact, served = (load_records(tmp_path / name).records for name in ("exact.jsonl", "served.jsonl"))
+    assert [[n.key for n in r.hard_negatives] for r in exact] == [[n.key for n in r.hard_negatives] for r in served]
+    assert all(len(r.hard_negatives) == 3 for r in exact)
+    assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in exact for n in r.hard_negatives)
     # run specs are checked before anything trains: DCSR-hard needs an earlier run, data a packed file
     files = {"train": None, "train_meq": None}
     assert gpu_train.parse_runs(["epoch1", "hard:hard_of=epoch1,hard_keep=5,epochs=1"], files) == [
