@@ -102,19 +102,15 @@ def encode_timed(encoder_cls, model: str, passages, precision: str, device: str,
     return row, vectors, tower
 
 
-def zero_shot_accuracy(hasans, metrics, tower, vectors, passages, questions, device: str):
-    """Top-k of zero-shot DCSR from these sentence vectors: exact top 3,000 on the device, HasAns."""
-    owner = np.repeat(np.arange(len(passages)), [len(s) for s in passages])
+def zero_shot_accuracy(metrics, tower, vectors, passages, questions, device: str):
+    """Top-k of zero-shot DCSR from these sentence vectors: exact top 3,000 on the device, HasAns
+    (``ExactSentenceIndex.rank``, at MiniLM's temperature 0.05)."""
+    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+
+    index = ExactSentenceIndex(vectors, [len(s) for s in passages], device=device)
     texts = [" ".join(s) for s in passages]
     query_vectors = tower.encode_texts([q for q, _ in questions], batch_size=256)
-    index = torch.from_numpy(vectors).to(device)
-    ranked = []
-    for start in range(0, len(questions), 256):
-        q = torch.from_numpy(query_vectors[start : start + 256]).to(device)
-        scores, ids = torch.topk(q @ index.T, 3000, dim=1)
-        for row_scores, row_ids in zip(scores.cpu().numpy(), ids.cpu().numpy()):
-            result = hasans.hasans_scores(row_scores, owner[row_ids], temperature=0.05)
-            ranked.append([texts[p] for p in result.passages[:100]])
+    ranked = [[texts[p] for p in r.passages] for r in index.rank(query_vectors, temperature=0.05, top_k=100)]
     ranks = metrics.first_hit_ranks(ranked, [answers for _, answers in questions])
     return {str(k): round(100 * v, 1) for k, v in metrics.top_k_accuracy(ranks, KS).items()}
 
@@ -168,7 +164,7 @@ def main() -> None:
     if args.prepare:
         prepare(args.data)
         return
-    encoder, hasans, metrics, _ = import_core()
+    encoder, _, metrics, _ = import_core()
     data = json.load(gzip.open(args.data, "rt"))
     passages = [sentences for _, sentences in data["passages"]][: args.limit or None]
     questions = data["questions"]
@@ -197,9 +193,7 @@ def main() -> None:
     if not args.limit:
         for precision in ("fp32", "bf16"):
             vectors, tower = vectors_by_precision[precision]
-            report["accuracy"][precision] = zero_shot_accuracy(
-                hasans, metrics, tower, vectors, passages, questions, device
-            )
+            report["accuracy"][precision] = zero_shot_accuracy(metrics, tower, vectors, passages, questions, device)
             print(precision, report["accuracy"][precision], flush=True)
     sizes = [int(n) for n in args.search_sizes.split(",")]
     report["search"] = search_timings(fp32, sizes, device)

@@ -17,6 +17,7 @@ of their time from the budget's ``seconds_per_step``.
 
 import json
 import logging
+import random
 import shutil
 import time
 from pathlib import Path
@@ -137,12 +138,12 @@ def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overr
         else:
             shutil.copyfile(train, paths["records"])
         if dev is not None:
-            write_records(
-                squad_to_records(dev, id_prefix="dev-")[0]
-                if ".jsonl" not in dev.suffixes
-                else load_records(dev).records,
-                paths["dev"],
-            )
+            jsonl = ".jsonl" in dev.suffixes
+            dev_records = load_records(dev).records if jsonl else squad_to_records(dev, id_prefix="dev-")[0]
+            # validation reads the first dev_limit records: shuffled (seeded), they span many passages rather
+            # than SQuAD's first hundred paragraphs, so the slice it ranks over is not a handful of passages
+            random.Random(0).shuffle(dev_records)
+            write_records(dev_records, paths["dev"])
     elif stage == "bm25":
         from haystack_dcsr.training.mining import bm25_search, mine_hard_negatives
 

@@ -11,10 +11,9 @@ product). The slice is fixed for the run, so scores compare across validations.
 from typing import Dict, List, Sequence
 
 import numpy as np
-import torch
 
 from haystack_dcsr.core.encoder import PassageTower, QueryTower
-from haystack_dcsr.core.hasans import hasans_scores
+from haystack_dcsr.core.exact_index import ExactSentenceIndex
 from haystack_dcsr.training.data import Passage, Record
 from haystack_dcsr.training.samples import SampleBuilder
 
@@ -48,16 +47,9 @@ class RetrievalValidation:
         if not self.questions:
             return {}
         units = [self.builder.units(p, passage.config.level) for p in self.passages]
-        owner = np.repeat(np.arange(len(units)), [len(u) for u in units])
-        vectors = torch.from_numpy(passage.encode(units))
-        questions = torch.from_numpy(query.encode(self.questions))
-        ranks = []
-        for start in range(0, len(questions), 256):
-            scores = (questions[start : start + 256] @ vectors.T).numpy()
-            for row, gold in zip(scores, self.gold[start : start + 256]):
-                ranked = hasans_scores(row, owner, temperature).passages
-                ranks.append(1 + int(np.flatnonzero(ranked == gold)[0]))
-        ranks = np.array(ranks)
+        index = ExactSentenceIndex(passage.encode(units), [len(u) for u in units])
+        ranked = index.rank(query.encode(self.questions), temperature, top_n=len(index))  # every sentence counts
+        ranks = np.array([1 + int(np.flatnonzero(r.passages == gold)[0]) for r, gold in zip(ranked, self.gold)])
         metrics = {"mrr@10": float(np.mean(np.where(ranks <= 10, 1.0 / ranks, 0.0)))}
         metrics.update({f"recall@{k}": float(np.mean(ranks <= k)) for k in KS})
         metrics["retrieval_questions"], metrics["retrieval_passages"] = len(ranks), len(self.passages)
