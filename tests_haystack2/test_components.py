@@ -251,8 +251,50 @@ def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, 
     assert DCSRRetriever.from_dict(retriever.to_dict()).quantize == "int8"
     for question, title in QUESTIONS:
         assert retriever.run(query=question)["documents"][0].id == title
-    assert any(isinstance(m, Int8Linear) for m in retriever._model.query_tower.inference_model.modules())
+    assert any(isinstance(m, Int8Linear) for m in retriever._embedder._model.query_tower.inference_model.modules())
     with pytest.raises(ValueError, match="DCSRRetriever: quantize='int8' runs on the CPU, got device='cuda'"):
         DCSRRetriever(document_store=int8_store, model=MODEL, quantize="int8", device="cuda")
     with pytest.raises(ValueError, match="DCSRDocumentEmbedder: quantize must be 'int8', or null, got 'int4'"):
         DCSRDocumentEmbedder(model=MODEL, quantize="int4")
+
+
+def test_text_embedder_and_embedding_retriever_serve_what_dcsr_retriever_serves(store):
+    """The integrations' split (a text embedder beside a retriever taking ``query_embedding``) and the
+    one-component ``DCSRRetriever`` return the same passages, scores and support; both round-trip YAML."""
+    from haystack_dcsr.haystack2 import DCSREmbeddingRetriever, DCSRTextEmbedder
+
+    pipeline = Pipeline()
+    pipeline.add_component("embed", DCSRTextEmbedder(model=MODEL))
+    pipeline.add_component("retrieve", DCSREmbeddingRetriever(document_store=store, model=MODEL, top_k=3))
+    pipeline.connect("embed.embedding", "retrieve.query_embedding")
+    pipeline = Pipeline.loads(pipeline.dumps())
+    one = DCSRRetriever(document_store=store, model=MODEL, top_k=3)
+    for question, title in QUESTIONS:
+        split = pipeline.run({"embed": {"text": question}})["retrieve"]["documents"]
+        whole = one.run(query=question)["documents"]
+        assert split[0].id == title
+        assert [(d.id, d.score, d.meta["dcsr_sentences"]) for d in split] == [
+            (d.id, d.score, d.meta["dcsr_sentences"]) for d in whole
+        ]
+    with pytest.raises(ValueError, match="DCSREmbeddingRetriever: top_k must be an integer >= 1"):
+        DCSREmbeddingRetriever(document_store=store, model=MODEL, top_k=0)
+    with pytest.raises(TypeError, match="DCSRTextEmbedder embeds one string"):
+        DCSRTextEmbedder(model=MODEL).run(text=["two", "strings"])
+
+
+def test_a_dropped_passage_ranks_as_the_core_and_the_1x_adapter_rank_it(store):
+    """One sentence of "Paris" deleted: its other sentences still hit, the passage cannot be rebuilt, so
+    it is left out and HasAns recomputed without it. The ranking and scores equal the core's
+    (``corpus.core_ranking``), which the 1.x suite asserts of the 1.x retriever too."""
+    from corpus import core_ranking
+
+    model = DCSRModel.from_pretrained(MODEL, use_gpu=False)
+    retriever = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
+    question = "When was the Eiffel Tower completed?"
+    for drop in (None, "Paris"):
+        if drop:
+            store.delete_documents(["Paris#1"])
+        served = retriever.run(query=question)["documents"]
+        expected = core_ranking(model, question, drop=drop)
+        assert [d.id for d in served] == [title for title, _ in expected] and ("Paris" in expected[0]) == (not drop)
+        assert [d.score for d in served] == pytest.approx([score for _, score in expected], rel=1e-5, abs=1e-9)

@@ -256,6 +256,13 @@ class DCSRModel:
         write_manifest(directory, self.settings, shared=shared)
 
 
+def model_setting(given: Any, settings: DCSRSettings, name: str) -> Any:
+    """The one precedence rule between a node parameter and the model's own setting: a value given to the
+    node (not None) wins for that node; None means the model's (``dcsr_model.json``). Every adapter reads
+    temperature and the like through this."""
+    return getattr(settings, name) if given is None else given
+
+
 def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: bool = False) -> None:
     """``dcsr_model.json`` beside ``query_encoder/`` (and ``passage_encoder/`` unless ``shared``): what
     makes a directory a DCSRModel. The trainer calls it after saving both towers."""

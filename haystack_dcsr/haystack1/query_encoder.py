@@ -63,6 +63,7 @@ class QueryEncoder(BaseComponent):
             raise ValueError("QueryEncoder: give model or model_name_or_path (the same thing), not both")
         device = first_device("QueryEncoder", device, devices)
         files = ModelFiles.locate(model or model_name_or_path or DEFAULT_MODEL, use_auth_token)
+        self.settings = files.settings  # the model's own (level, pooling, temperature, ...): dcsr_model.json
         settings = files.settings.tower_overrides("query")
         given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
         settings.update({key: value for key, value in given.items() if value is not None})
@@ -79,7 +80,8 @@ class QueryEncoder(BaseComponent):
 
     @property
     def temperature(self) -> float:
-        return self.tower.config.temperature
+        """The HasAns temperature the model was trained for."""
+        return self.settings.temperature
 
     def encode(self, queries: List[str]) -> np.ndarray:
         """(len(queries), dim) float32; raises ValueError naming an empty query."""

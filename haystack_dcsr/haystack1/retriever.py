@@ -12,7 +12,7 @@ from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.dcsr_model import ModelFiles, model_setting
 from haystack_dcsr.core.encoder import PassageTower
 from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES, PassageScores, kept_hits, rank_hits
@@ -195,8 +195,8 @@ class DCSRRetriever(DenseRetriever):
 
     @property
     def hasans_temperature(self) -> float:
-        """The softmax temperature HasAns uses: the one given, else the query tower's own."""
-        return self.temperature or self.query_encoder.temperature
+        """The softmax temperature HasAns uses: the one given, else the model's (``model_setting``)."""
+        return model_setting(self.temperature, self.query_encoder.settings, "temperature")
 
     def embed_queries(self, queries: List[str]) -> np.ndarray:
         return self.query_encoder.encode(queries)

@@ -3,6 +3,7 @@
     indexing:  DCSRSentenceSplitter -> DCSRDocumentEmbedder -> DocumentWriter(sentence store)
     querying:  DCSRRetriever(sentence store) [-> DCSRHybridJoiner with a BM25 retriever over passages]
                [-> DCSRCrossEncoderRanker]
+               (DCSRRetriever = DCSRTextEmbedder -> DCSREmbeddingRetriever, the integrations' split, in one)
 
 Sentence stores: ``InMemoryDocumentStore`` and Qdrant (``qdrant-haystack``); see ``stores``.
 
@@ -14,15 +15,17 @@ components (and nothing else), as Haystack does for ``haystack_integrations``, s
 from haystack_dcsr.haystack2.embedder import DCSRDocumentEmbedder
 from haystack_dcsr.haystack2.joiner import DCSRHybridJoiner
 from haystack_dcsr.haystack2.ranker import DCSRCrossEncoderRanker
-from haystack_dcsr.haystack2.retriever import DCSRRetriever
+from haystack_dcsr.haystack2.retriever import DCSREmbeddingRetriever, DCSRRetriever, DCSRTextEmbedder
 from haystack_dcsr.haystack2.splitter import DCSRSentenceSplitter
 
 __all__ = [
     "DCSRCrossEncoderRanker",
     "DCSRDocumentEmbedder",
+    "DCSREmbeddingRetriever",
     "DCSRHybridJoiner",
     "DCSRRetriever",
     "DCSRSentenceSplitter",
+    "DCSRTextEmbedder",
 ]
 
 try:  # Haystack >= 3: YAML loading is gated by a module allowlist

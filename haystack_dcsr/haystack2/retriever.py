@@ -1,4 +1,9 @@
-"""DCSRRetriever for Haystack 2.x: sentence hits in, passages ranked by HasAns out."""
+"""Haystack 2.x retrieval: a query embedding in, passages ranked by HasAns out, as the integrations split it.
+
+``DCSREmbeddingRetriever`` takes ``query_embedding`` (from ``DCSRTextEmbedder``), like
+``QdrantEmbeddingRetriever`` or ``InMemoryEmbeddingRetriever``; ``DCSRRetriever`` is the two in one
+component for the common case, a query string in.
+"""
 
 import logging
 from typing import Any, Dict, List, Optional
@@ -7,7 +12,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils.deserialization import deserialize_component_inplace
 
-from haystack_dcsr.core.dcsr_model import DCSRModel
+from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles, model_setting
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES, rank_hits
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
@@ -26,24 +31,71 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class DCSRRetriever:
-    """Dense Contextual Sentence Representation retriever (Wu et al., ACL 2022) for Haystack 2.x.
+class DCSRTextEmbedder:
+    """Embeds a query with a DCSR model's query tower (the text embedder beside ``DCSREmbeddingRetriever``).
 
-    Reads the ``top_n_sentences`` sentences nearest to the query from a store of DCSR sentence
-    Documents (``DCSRSentenceSplitter`` -> ``DCSRDocumentEmbedder`` -> ``DocumentWriter``), softmaxes
-    their scores into p_i and returns passages ranked by ``HasAns(P) = 1 - prod(1 - p_i)``, each
-    rebuilt exactly from its sentences, with HasAns as ``score`` and the supporting sentences in
-    ``meta["dcsr_sentences"]``. Sentences left over from an older version of a re-written passage
-    are never counted or shown.
+    :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
+    :param device: torch device; None picks CUDA when available.
+    :param precision: ``auto``, ``fp32``, ``fp16`` or ``bf16``.
+    :param quantize: ``"int8"``: the query tower runs int8, compiled at ``warm_up`` (CPU only); the
+        document embedder that wrote the sentences should be set the same way.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        device: Optional[str] = None,
+        precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
+    ):
+        check_parameters("DCSRTextEmbedder", ("quantize",), quantize=quantize)
+        check_quantize_device("DCSRTextEmbedder", quantize, device)
+        self.model = model
+        self.device = device
+        self.precision = precision
+        self.quantize = quantize
+        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision, quantize=quantize)
+
+    def warm_up(self) -> None:
+        """Load the query tower now rather than on the first query (an int8 one compiles here too)."""
+        self._model.query_tower.warm_up()
+
+    @component.output_types(embedding=List[float])
+    def run(self, text: str) -> Dict[str, List[float]]:
+        if not isinstance(text, str):
+            raise TypeError(
+                f"DCSRTextEmbedder embeds one string (documents: DCSRDocumentEmbedder), got {type(text).__name__}"
+            )
+        return {"embedding": self._model.encode_queries([text])[0].tolist()}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self, model=self.model, device=self.device, precision=self.precision, quantize=self.quantize
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DCSRTextEmbedder":
+        return default_from_dict(cls, data)
+
+
+@component
+class DCSREmbeddingRetriever:
+    """Dense Contextual Sentence Representation retrieval (Wu et al., ACL 2022) from a query embedding.
+
+    Reads the ``top_n_sentences`` sentences nearest to ``query_embedding`` from a store of DCSR sentence
+    Documents (``DCSRSentenceSplitter`` -> ``DCSRDocumentEmbedder`` -> ``DocumentWriter``), softmaxes their
+    scores into p_i and returns passages ranked by ``HasAns(P) = 1 - prod(1 - p_i)``, each rebuilt
+    exactly from its sentences, with HasAns as ``score`` and the supporting sentences in
+    ``meta["dcsr_sentences"]``. Sentences left over from an older version of a re-written passage are
+    never counted or shown.
 
     :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
-    :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
+    :param model: the DCSR model the sentences were embedded with: only its settings are read (the HasAns
+        temperature, whether vectors are normalised), no weights.
     :param filters: default filters (Haystack 2.x syntax, on the passages' meta, which sentences carry).
     :param top_k: passages returned.
     :param top_n_sentences: sentences read per query (paper: 3,000); engines that cap k need less.
     :param temperature: HasAns softmax temperature; None uses the model's.
-    :param quantize: ``"int8"``: the query tower runs int8, compiled at the first query (CPU only); the
-        embedder that wrote the sentences should be set the same way.
     """
 
     def __init__(
@@ -54,54 +106,39 @@ class DCSRRetriever:
         top_k: int = 10,
         top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
-        device: Optional[str] = None,
-        precision: Precision = "auto",
-        quantize: Optional[Quantize] = None,
     ):
         check_parameters(
-            optional=("quantize",),
-            top_k=top_k,
-            top_n_sentences=top_n_sentences,
-            temperature=temperature,
-            quantize=quantize,
+            "DCSREmbeddingRetriever", top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature
         )
-        check_quantize_device("DCSRRetriever", quantize, device)
         self.document_store = document_store
         self.model = model
         self.filters = filters
         self.top_k = top_k
         self.top_n_sentences = top_n_sentences
         self.temperature = temperature
-        self.device = device
-        self.precision = precision
-        self.quantize = quantize
         self._sentences = sentence_store_for(document_store)
-        self._model = DCSRModel.from_pretrained(model, device=device, precision=precision, quantize=quantize)
-        if similarity_of(document_store) == "cosine" and not self._model.settings.normalize:
+        self._settings = ModelFiles.locate(model).settings
+        if similarity_of(document_store) == "cosine" and not self._settings.normalize:
             raise ValueError(
                 "This model's vectors are not normalised, so they must be compared by dot product, but the store uses "
                 "cosine: create it with similarity='dot_product' (Qdrant) / embedding_similarity_function='dot_product'"
             )
 
-    def warm_up(self) -> None:
-        """Load the query tower now rather than on the first query (an int8 one compiles here too)."""
-        self._model.query_tower.warm_up()
-
     @component.output_types(documents=List[Document])
     def run(
-        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+        self, query_embedding: List[float], filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
     ) -> Dict[str, List[Document]]:
         if top_k is not None:
-            check_parameters(top_k=top_k)
-        vector = self._model.encode_queries([query])[0]
-        hits = self._sentences.search(vector, self.top_n_sentences, filters if filters is not None else self.filters)
+            check_parameters("DCSREmbeddingRetriever", top_k=top_k)
+        filters = filters if filters is not None else self.filters
+        hits = self._sentences.search(query_embedding, self.top_n_sentences, filters)
         return {"documents": self._rank(hits, self.top_k if top_k is None else top_k)}
 
     def _rank(self, hits: List[Document], top_k: int) -> List[Document]:
         """HasAns over the hits; the best passages are read whole. A hit that is not a current sentence
         of its passage (left by re-writing it), or a passage that cannot be rebuilt, is dropped and
         the ranking recomputed without it, so what is returned is exactly what is stored."""
-        temperature = self.temperature or self._model.temperature
+        temperature = model_setting(self.temperature, self._settings, "temperature")
         dropped: List[str] = []
         while True:
             keys = [position(doc).passage_id for doc in hits]
@@ -154,6 +191,79 @@ class DCSRRetriever:
             if position(hit).passage_id == pid
         ]
         return Document(id=doc_id, content=content, meta={**meta, SUPPORT: support}, score=float(scores.hasans[rank]))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            model=self.model,
+            filters=self.filters,
+            top_k=self.top_k,
+            top_n_sentences=self.top_n_sentences,
+            temperature=self.temperature,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DCSREmbeddingRetriever":
+        deserialize_component_inplace(data["init_parameters"], key="document_store")
+        return default_from_dict(cls, data)
+
+
+@component
+class DCSRRetriever:
+    """DCSR retrieval from a query string: ``DCSRTextEmbedder`` and ``DCSREmbeddingRetriever`` in one
+    component, for the common case (see ``DCSREmbeddingRetriever`` for what it returns).
+
+    :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
+    :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
+    :param filters, top_k, top_n_sentences, temperature: as for ``DCSREmbeddingRetriever``.
+    :param device, precision, quantize: as for ``DCSRTextEmbedder``.
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        model: str = DEFAULT_MODEL,
+        filters: Optional[Dict[str, Any]] = None,
+        top_k: int = 10,
+        top_n_sentences: int = TOP_N_SENTENCES,
+        temperature: Optional[float] = None,
+        device: Optional[str] = None,
+        precision: Precision = "auto",
+        quantize: Optional[Quantize] = None,
+    ):
+        check_parameters(  # named as the component the user built
+            optional=("quantize",),
+            top_k=top_k,
+            top_n_sentences=top_n_sentences,
+            temperature=temperature,
+            quantize=quantize,
+        )
+        check_quantize_device("DCSRRetriever", quantize, device)
+        self._retriever = DCSREmbeddingRetriever(document_store, model, filters, top_k, top_n_sentences, temperature)
+        self._embedder = DCSRTextEmbedder(model, device, precision, quantize)
+        self.document_store = document_store
+        self.model = model
+        self.filters = filters
+        self.top_k = top_k
+        self.top_n_sentences = top_n_sentences
+        self.temperature = temperature
+        self.device = device
+        self.precision = precision
+        self.quantize = quantize
+
+    def warm_up(self) -> None:
+        """Load the query tower now rather than on the first query (an int8 one compiles here too)."""
+        self._embedder.warm_up()
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        if top_k is not None:
+            check_parameters(top_k=top_k)
+        embedding = self._embedder.run(query)["embedding"]
+        return self._retriever.run(embedding, filters=filters, top_k=top_k)
 
     def to_dict(self) -> Dict[str, Any]:
         return default_to_dict(
