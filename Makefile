@@ -61,12 +61,12 @@ docs: setup
 	$(BIN)/mkdocs build --strict --quiet
 
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
-# then Haystack 2.x in its own environment
+# then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both
 test: setup setup2 system-packages
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
-	$(BIN2)/python -m pytest -q --nbmake --nbmake-timeout=900 tests_haystack2 examples/03_haystack2_quickstart.ipynb
+	$(BIN2)/python -m pytest -q --nbmake --nbmake-timeout=900 tests_haystack2 tests/core examples/03_haystack2_quickstart.ipynb
 
 clean:
 	rm -rf $(VENV) $(VENV2) *.egg-info

@@ -14,7 +14,6 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "lib"))
 
 import pytest  # noqa: E402
 from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: F401  (tests import them from here)
-from haystack.schema import Document
 from tiny_models import MINILM, make_tiny_bert  # noqa: F401  (tests import MINILM from here)
 
 
@@ -31,6 +30,8 @@ def tiny_bert_mean(tmp_path_factory):
 
 @pytest.fixture
 def corpus():
+    from haystack.schema import Document  # Haystack 1.x: imported here so tests/core also runs in the 2.x environment
+
     return [Document(content=text, meta={"title": title}) for title, text in CORPUS]
 
 
