@@ -12,9 +12,10 @@ from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor, load_pipeline
 from haystack_dcsr.training import cli
+from haystack_dcsr.training.checkpoints import CheckpointError
 from haystack_dcsr.training.config import ConfigError, TrainConfig
 from haystack_dcsr.training.data import DataError, load_records
-from haystack_dcsr.training.engine import CheckpointError, Trainer
+from haystack_dcsr.training.engine import Trainer
 
 
 @pytest.mark.parametrize("kind", ["faiss-flat", "memory"])

@@ -331,7 +331,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.build_model import BuildError
     from haystack_dcsr.training.config import ConfigError
-    from haystack_dcsr.training.engine import CheckpointError
+    from haystack_dcsr.training.checkpoints import CheckpointError
 
     try:
         args.func(args)

@@ -1,4 +1,5 @@
-"""The training loop: one code path for CPU, one GPU, and many GPUs or nodes under ``torchrun``.
+"""The training loop: one code path for CPU, one GPU, and many GPUs or nodes under ``torchrun``
+(``distributed``: ranks and gathering; ``checkpoints``: exact resume).
 
 Every rank builds the same global batch (sampling is seeded), encodes its share of the questions
 and passages, and gathers the others' vectors so every rank scores every question against every
@@ -12,26 +13,22 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
-import pickle
-import random
-import shutil
 import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-import torch.distributed as dist
-import yaml
 from tqdm.auto import tqdm
 
 from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles, write_manifest
 from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower, Window
 from haystack_dcsr.core.hub import model_card
 from haystack_dcsr.core.models import pick_dtype
+from haystack_dcsr.training.checkpoints import Checkpoints, seed_everything
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.data import Record, load_records
+from haystack_dcsr.training.distributed import Distributed
 from haystack_dcsr.training.grad_cache import CachedPass
 from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
 from haystack_dcsr.training.losses.qq import qq_loss
@@ -58,60 +55,6 @@ class DualEncoder(torch.nn.Module):
         q = self.query_tower.forward(query_windows, n_queries) if query_windows else None
         p = self.passage_tower.forward(passage_windows, n_rows) if passage_windows else None
         return q, p
-
-
-class Distributed:
-    """Rank, world size and the gathering of vectors; trivial in a single process."""
-
-    def __init__(self, preferred_device: Optional[str] = None):
-        self.preferred_device = preferred_device
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        on_gpu = torch.cuda.is_available() and preferred_device != "cpu"
-        if self.world > 1 and not dist.is_initialized():
-            dist.init_process_group("nccl" if on_gpu else "gloo")
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def device(self) -> torch.device:
-        """The preferred device (cpu, cuda, cuda:N) or, when None, this rank's GPU if there is one."""
-        preferred = self.preferred_device
-        if preferred == "cpu" or (preferred is None and not torch.cuda.is_available()):
-            return torch.device("cpu")
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {preferred!r} asked for, but torch sees no CUDA GPU")
-        index = int(preferred.split(":")[1]) if preferred and ":" in preferred else self.local_rank
-        torch.cuda.set_device(index)
-        return torch.device("cuda", index)
-
-    def owners(self, n: int) -> List[int]:
-        """Which rank encodes each of ``n`` items: strided, so shares differ by at most one."""
-        return [i % self.world for i in range(n)]
-
-    def gather(self, local: Optional[torch.Tensor], owners: Sequence[int], dim: int, device) -> torch.Tensor:
-        """All rows in global order, given the rank that computed each (``owners``) and this rank's
-        own rows (``local``, in global order). Rows from other ranks carry no gradient."""
-        if local is None:
-            local = torch.zeros((0, dim), device=device)
-        if self.world == 1:
-            return local
-        per_rank = [[i for i, owner in enumerate(owners) if owner == r] for r in range(self.world)]
-        padded = torch.zeros((max(1, *(len(rows) for rows in per_rank)), dim), device=device)
-        padded[: len(local)] = local.detach().float()
-        chunks = [torch.zeros_like(padded) for _ in range(self.world)]
-        dist.all_gather(chunks, padded)
-        rows: List[torch.Tensor] = [None] * len(owners)  # type: ignore[list-item]
-        for rank, indices in enumerate(per_rank):
-            for k, i in enumerate(indices):
-                rows[i] = local[k].float() if rank == self.rank else chunks[rank][k]
-        return torch.stack(rows) if rows else local
-
-    def barrier(self):
-        if self.world > 1:
-            dist.barrier()
 
 
 def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageTower]:
@@ -154,7 +97,7 @@ class Trainer:
         self.config = config
         self.dist = Distributed(config.device)
         self.device = self.dist.device()
-        _seed_everything(config.seed + self.dist.rank)
+        seed_everything(config.seed + self.dist.rank)
         self.records = records if records is not None else self._load(config.train_file)
         if config.meq_records_only:
             self.records = _with_meqs(self.records)
@@ -213,6 +156,7 @@ class Trainer:
         self.amp_dtype = pick_dtype(self.device, config.precision)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.output = Path(config.output_dir)
+        self.checkpoints = Checkpoints(self.output, config.keep_checkpoints, self.dist)
         self.state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None}
         self.history: List[Dict] = []
         self.dev_metrics: Dict[str, float] = {}
@@ -374,8 +318,8 @@ class Trainer:
     # ---- the loop -------------------------------------------------------------------------------
 
     def train(self, resume: bool = True) -> List[Dict]:
-        if resume and self.checkpoints():
-            self.check_same_run()
+        if resume and self.checkpoints.all():
+            self.checkpoints.check_same_run(self.config.to_yaml())
             self.load_checkpoint()
         elif self.dist.main:  # a fresh run: its own config and log (a run killed before a checkpoint left one)
             self.output.mkdir(parents=True, exist_ok=True)
@@ -534,16 +478,13 @@ class Trainer:
         )
 
     def save_checkpoint(self) -> None:
-        """``checkpoint-<step>/``: weights, optimiser, scheduler, RNG and progress, for an exact resume.
-        Written under a temporary name and renamed; then all but the newest ``keep_checkpoints`` go."""
-        directory = self.output / f"checkpoint-{self.state['global_step']:07d}"
-        directory.mkdir(parents=True, exist_ok=True)
-        torch.save(_rng_state(), directory / f"rng-{self.dist.rank}.pt")
-        self.dist.barrier()
+        """Weights, optimiser, scheduler, RNG and progress, for an exact resume (``Checkpoints.save``)."""
         if self.dist.main:
             log = self.output / "log.jsonl"
             self.state["log_bytes"] = log.stat().st_size if log.is_file() else 0  # what a resume keeps of the log
-            state = {
+        self.checkpoints.save(
+            self.state["global_step"],
+            lambda: {
                 "query": self.query.model.state_dict(),
                 "passage": self.passage.model.state_dict(),
                 "markers": self.markers.state_dict(),
@@ -552,48 +493,11 @@ class Trainer:
                 "scaler": self.scaler.state_dict(),
                 "state": self.state,
                 "history": self.history,
-            }
-            torch.save(state, directory / "state.tmp")
-            os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
-            for old in self.checkpoints()[: -self.config.keep_checkpoints]:
-                shutil.rmtree(old)
-        self.dist.barrier()
-
-    def checkpoints(self) -> List[Path]:
-        """Complete checkpoints, oldest first (``checkpoint/`` of runs before retention counts as oldest)."""
-        found = sorted(self.output.glob("checkpoint-*/state.pt")) if self.output.is_dir() else []
-        legacy = self.output / "checkpoint" / "state.pt"
-        return ([legacy.parent] if legacy.is_file() else []) + [path.parent for path in found]
-
-    def check_same_run(self) -> None:
-        """Refuse to resume with settings that change what the run computes (a resumed run must
-        continue the one its checkpoint belongs to); settings of length, validation and output are
-        logged as changed. The run's ``config.yaml`` is kept as it was."""
-        saved_file = self.output / "config.yaml"
-        if not saved_file.is_file():
-            return
-        saved = yaml.safe_load(saved_file.read_text()) or {}
-        current = yaml.safe_load(self.config.to_yaml())
-        changed = {
-            name: f"{name}: {saved[name]!r} -> {value!r}"
-            for name, value in current.items()
-            if name in saved and saved[name] != value
-        }
-        refused = [text for name, text in changed.items() if name not in RESUME_MAY_CHANGE]
-        if refused:
-            raise CheckpointError(
-                f"Cannot resume {self.output}: its run was started with other settings ({'; '.join(refused)}). "
-                f"Resume with the settings of {saved_file}, or start a new run in another output_dir (or start "
-                "over with --no-resume)."
-            )
-        if changed:
-            logger.warning("Resuming %s with changed settings: %s", self.output, "; ".join(changed.values()))
+            },
+        )
 
     def load_checkpoint(self) -> None:
-        directory = self.checkpoints()[-1]
-        state_file = directory / "state.pt"
-        try:
-            state = torch.load(state_file, map_location=self.device, weights_only=True)
+        def restore(state: Dict) -> None:
             self.query.model.load_state_dict(state["query"])
             self.passage.model.load_state_dict(state["passage"])
             self.markers.load_state_dict(state.get("markers", {}))
@@ -601,26 +505,11 @@ class Trainer:
             self.scheduler.load_state_dict(state["scheduler"])
             self.scaler.load_state_dict(state["scaler"])
             self.state, self.history = state["state"], state["history"]
-            rng_file = directory / f"rng-{self.dist.rank}.pt"
-            if rng_file.is_file():
-                _set_rng_state(torch.load(rng_file, weights_only=True))
-        except (KeyError, TypeError, EOFError, RuntimeError, ValueError, OSError, pickle.UnpicklingError) as error:
-            raise CheckpointError(
-                f"Checkpoint {state_file} cannot be resumed ({type(error).__name__}: {error}). It is truncated, "
-                "corrupted or from another model: delete that directory, or start over with --no-resume "
-                "(Trainer.train(resume=False))."
-            ) from error
-        if self.dist.main:
-            self._rewind_log(self.state.get("log_bytes"))
-            logger.info("Resumed from %s at step %d", directory, self.state["global_step"])
 
-    def _rewind_log(self, size: Optional[int]) -> None:
-        """Cut ``log.jsonl`` back to what it held at the checkpoint: the resumed run logs the steps after it
-        again (identically: the resume is exact), and each step should appear once for plots and readers."""
-        log = self.output / "log.jsonl"
-        if size is not None and log.is_file() and log.stat().st_size > size:
-            with log.open("r+b") as handle:
-                handle.truncate(size)
+        directory = self.checkpoints.load(self.device, restore)
+        if self.dist.main:
+            self.checkpoints.rewind_log(self.output / "log.jsonl", self.state.get("log_bytes"))
+            logger.info("Resumed from %s at step %d", directory, self.state["global_step"])
 
     def _log(self, record: Dict) -> None:
         if not self.dist.main:
@@ -641,56 +530,6 @@ class _PassageHalf(NamedTuple):
     windows: List[Window]
     n_rows: int
     first_row: Dict[int, int]  # this rank's passages: their first row among the encoded rows
-
-
-# settings a resumed run may change (logged): its length, its validation, where and how often it writes;
-# anything else (data, model, recipe, batch, seed, learning rate) changes what it computes and is refused
-RESUME_MAY_CHANGE = (
-    "max_steps",
-    "epochs",
-    "output_dir",
-    "device",
-    "checkpoint_every",
-    "keep_checkpoints",
-    "tensorboard",
-    "log_every",
-    "validate_every",
-    "dev_limit",
-    "dev_batch_size",
-)
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be resumed; the message names it and what to do."""
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> Dict:
-    """Plain tensors and lists only, so checkpoints load with ``torch.load(weights_only=True)``."""
-    kind, keys, position, has_gauss, gauss = np.random.get_state()
-    state = {
-        "python": list(random.getstate()),
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: Dict) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, position, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def _tensorboard(directory: Path, wanted: Optional[bool]):

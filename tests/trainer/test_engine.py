@@ -325,7 +325,7 @@ def test_killed_and_resumed_run_ends_with_the_same_weights_and_log(bert, tmp_pat
 def test_a_resume_with_settings_that_change_the_run_is_refused_and_keeps_config_yaml(bert, tmp_path, caplog):
     import logging
 
-    from haystack_dcsr.training.engine import CheckpointError
+    from haystack_dcsr.training.checkpoints import CheckpointError
 
     records = make_records(24)
     Trainer(config(bert, tmp_path, max_steps=2, checkpoint_every=1), records=records).train(resume=False)
