@@ -4,9 +4,10 @@ Both fail at construction, not at the first query: YAML loading constructs compo
 misspelt or out-of-range value is reported when the pipeline loads.
 """
 
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from haystack_dcsr.core.int8 import QUANTIZE_MODES
+from haystack_dcsr.core.vector_search import SEARCH_PARAMETERS
 
 
 def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (), **values) -> None:
@@ -53,3 +54,14 @@ def first_device(owner: str, device: Optional[str], devices: Optional[Sequence[s
 
         logging.getLogger(__name__).warning("%s runs on one device: using %s of %s", owner, devices[0], devices)
     return str(devices[0])
+
+
+def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
+    """FAISS search parameters by name (``nprobe``, ``efSearch``, ``k_factor``), each a number > 0."""
+    params = dict(params or {})
+    for name, value in params.items():
+        if name not in SEARCH_PARAMETERS:
+            raise ValueError(f"DCSRRetriever: search_params accepts {', '.join(SEARCH_PARAMETERS)}, got {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"DCSRRetriever: search_params[{name!r}] must be a number > 0, got {value!r}")
+    return params

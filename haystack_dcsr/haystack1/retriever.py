@@ -4,7 +4,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType
@@ -15,31 +15,21 @@ from tqdm.auto import tqdm
 from haystack_dcsr.core.dcsr_model import ModelFiles, model_setting
 from haystack_dcsr.core.encoder import PassageTower
 from haystack_dcsr.core.evidence import mark_answer_sentences
-from haystack_dcsr.core.hasans import TOP_N_SENTENCES, PassageScores, kept_hits, rank_hits
+from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import check_parameters, first_device
-from haystack_dcsr.core.sentence_units import (
-    SUPPORT,
-    PassageRef,
-    current_sentences,
-    group_by_passage,
-    head_id,
-    passage_sentence_ids,
-    position,
-)
-from haystack_dcsr.core.vector_search import SEARCH_PARAMETERS
+from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
 from haystack_dcsr.haystack1.passage_deletion import delete_passages
+from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
-from haystack_dcsr.haystack1.sentence_search import Hits, SentenceSearch, sentence_search_for
-from haystack_dcsr.haystack1.sql_rows import fetch_documents
-from haystack_dcsr.haystack1.store_guard import guard, writes_paused
+from haystack_dcsr.haystack1.sentence_ranking import SENTENCE_TEXTS, SentenceRanker
+from haystack_dcsr.haystack1.sentence_search import SentenceSearch, check_store_dimension, sentence_search_for
+from haystack_dcsr.haystack1.store_guard import guard
 
 logger = logging.getLogger(__name__)
 
 CONFIG_NAME = "dcsr_retriever.json"
-SENTENCE_TEXTS = "_dcsr_sentence_texts"  # carried from ranking to the answer-sentence pass, then removed
 
 
 class DCSRRetriever(DenseRetriever):
@@ -202,84 +192,22 @@ class DCSRRetriever(DenseRetriever):
         return self.query_encoder.encode(queries)
 
     def embed_documents(self, documents: List[Document]) -> np.ndarray:
-        """One vector per sentence Document, encoding each passage once and whole.
+        """One vector per sentence Document, each passage encoded once and whole (``PassageEmbedder``)."""
+        return self._embedder(self.document_store).embed(documents)
 
-        Sentences whose passage siblings are not in ``documents`` (a batch boundary of
-        ``update_embeddings``) have them read from the document store. A sentence that is not part
-        of its passage's current version (left behind by re-writing the passage), or whose passage
-        is missing sentences in the store, gets a zero vector and a warning instead of an error:
-        Haystack's ``update_embeddings`` has already reset the index when it calls this, so an
-        error here would leave the store without vectors. Such sentences are never retrieved.
-        """
-        groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
-        if len(documents) == 1 and self.document_store is None and position(documents[0]).count > 1:
-            # Haystack stores probe the vector size with one document before update_embeddings:
-            # the sentence alone answers that, without its siblings
-            return self.passage_encoder.encode([[documents[0].content]])
-        passages = self._current_passages(groups)
-        encodable = [pid for pid, sentences in passages.items() if sentences is not None]
-        with writes_paused():  # queries may run while this batch is encoded (store_guard)
-            vectors = self.passage_encoder.encode(
-                [[doc.content for doc in passages[pid]] for pid in encodable],
-                batch_size=self.batch_size,
-                progress_bar=self.progress_bar and len(documents) > 1000,
-            )
-        row_of: Dict[str, int] = {}
-        for pid in encodable:
-            for doc in passages[pid]:
-                row_of[doc.id] = len(row_of)
-        with self._searches_lock:
-            for search in self._searches.values():
-                search.note_embedding()
-        output = np.zeros((len(documents), self.embedding_dim), dtype=np.float32)
-        unusable = []
-        for i, doc in enumerate(documents):
-            row = row_of.get(doc.id)  # only current sentences of complete passages have a row
-            if row is None:
-                unusable.append(doc.id)
-            else:
-                output[i] = vectors[row]
-        if unusable:
-            logger.warning(
-                "%d sentence Document(s) are not part of a complete current passage and got no usable vector: %s%s. "
-                "They are left over from re-writing a passage with another number of sentences, or their passage "
-                "lost sentences; they are never retrieved. DCSRRetriever.delete_passages or re-writing the passage "
-                "cleans them up.",
-                len(unusable),
-                ", ".join(unusable[:5]),
-                " ..." if len(unusable) > 5 else "",
-            )
-        return output
+    def _embedder(self, store: Optional[BaseDocumentStore]) -> PassageEmbedder:
+        def note_embedding():
+            with self._searches_lock:
+                for search in self._searches.values():
+                    search.note_embedding()
 
-    def _current_passages(self, groups: Dict[str, List[Document]]) -> Dict[str, Optional[List[Document]]]:
-        """Each passage's current sentences in order (None when the store lacks some of them)."""
-        known = {doc.id: doc for docs in groups.values() for doc in docs}
-        heads = {pid: known[head_id(pid)] for pid in groups if head_id(pid) in known}
-        refs: Dict[str, Optional[PassageRef]] = {pid: None for pid in groups}
-        missing_heads = [head_id(pid) for pid in groups if pid not in heads]
-        for doc in self._read(missing_heads):
-            heads[position(doc).passage_id] = doc
-        for pid, head in heads.items():
-            refs[pid] = PassageRef.of(position(head))
-        wanted = [
-            sid
-            for ref in refs.values()
-            if ref is not None
-            for sid in passage_sentence_ids(ref.passage_id, ref.count)
-            if sid not in known
-        ]
-        known.update((doc.id, doc) for doc in self._read(wanted))
-        return {pid: None if ref is None else current_sentences(ref, known) for pid, ref in refs.items()}
+        return PassageEmbedder(
+            self.passage_encoder, store, self.batch_size, self.progress_bar, on_embedded=note_embedding
+        )
 
-    def _read(self, ids: List[str]) -> List[Document]:
-        if not ids:
-            return []
-        if self.document_store is None:
-            raise ValueError(
-                f"{len(ids)} sibling sentences of these passages are not in this batch and the retriever has "
-                "no document store to read them from: create it with DCSRRetriever(document_store=<the store>)"
-            )
-        return fetch_documents(self.document_store, ids)
+    @property
+    def _ranker(self) -> SentenceRanker:
+        return SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
 
     # ---- retrieval ------------------------------------------------------------------------------
 
@@ -329,7 +257,9 @@ class DCSRRetriever(DenseRetriever):
         for start in tqdm(batches, disable=not self.progress_bar or len(batches) < 2, desc="Querying", unit=" batches"):
             vectors = self.embed_queries(queries[start : start + step])
             with store_guard.reading():  # never in the middle of a write call (store_guard)
-                results.extend(self._search_and_rank(search, vectors, per_query_filters[start : start + step], top_k))
+                results.extend(
+                    self._ranker.search_and_rank(search, vectors, per_query_filters[start : start + step], top_k)
+                )
         if self.mark_answer_sentence:
             for query, passages in zip(queries, results):
                 sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
@@ -341,103 +271,6 @@ class DCSRRetriever(DenseRetriever):
                     lambda doc: sentences[doc.id],
                 )
         return results
-
-    def _search_and_rank(
-        self, search: SentenceSearch, vectors: np.ndarray, filters: List[Optional[FilterType]], top_k: int
-    ) -> List[List[Document]]:
-        """Queries sharing a filter are searched together; each query keeps its own hits."""
-        for attempt in (1, 2):
-            hits: List[Optional[Hits]] = [None] * len(vectors)
-            for group in _same_filter_groups(filters):
-                for row, found in zip(group, search.search(vectors[group], self.top_n_sentences, filters[group[0]])):
-                    hits[row] = found
-            try:
-                return self._rank(search, hits, top_k)
-            except _MapOutOfDate:
-                if attempt == 2:
-                    raise ValueError(
-                        "The document store changed while this query ran (its vector ids moved again after the "
-                        "retriever re-read them): retry, and avoid writing to the store while it serves queries"
-                    ) from None
-                search.invalidate()
-        raise AssertionError("unreachable")
-
-    def _rank(self, search: SentenceSearch, hits: Sequence[Hits], top_k: int) -> List[List[Document]]:
-        """Passages by HasAns, read from the store. A passage that can no longer be rebuilt exactly is
-        left out (with a warning) and HasAns is recomputed without its sentences (``rank_hits``,
-        the rule the 2.x retriever applies too). Before returning, the search confirms that the
-        supporting hits still belong to their sentences."""
-        gone: List[set] = [set() for _ in hits]
-        fetched: Dict[PassageRef, Optional[tuple]] = {}
-        known = {sid: doc for h in hits for sid, doc in h.documents.items()}
-        while True:
-            views = [self._without(h, gone[q]) for q, h in enumerate(hits)]
-            wanted = {h.passages[int(k)]: None for h, s in views for k in s.passages[:top_k]}
-            fetched.update(search.fetch_passages([ref for ref in wanted if ref not in fetched], known))
-            changed = False
-            for q, (h, s) in enumerate(views):
-                for key in s.passages[:top_k]:
-                    if fetched[h.passages[int(key)]] is None:
-                        gone[q].add(int(key))
-                        changed = True
-            if not changed:
-                break
-        dropped = sorted({ref.passage_id for ref, passage in fetched.items() if passage is None})
-        if dropped:
-            logger.warning(
-                "Left out %d passage(s) that the store no longer holds as they were indexed (deleted, or re-written "
-                "without store.update_embeddings(retriever)): %s",
-                len(dropped),
-                ", ".join(dropped[:5]),
-            )
-        supports: List[tuple] = []
-        results = [
-            [
-                self._passage_document(
-                    h, s, rank, fetched[h.passages[int(s.passages[rank])]], supports, self.mark_answer_sentence
-                )
-                for rank in range(min(top_k, len(s.passages)))
-            ]
-            for h, s in views
-        ]
-        if not search.verify(supports):
-            raise _MapOutOfDate()
-        return results
-
-    def _without(self, h: Hits, gone: set) -> Tuple[Hits, PassageScores]:
-        """The hits without those of the passages in ``gone``, and their HasAns."""
-        keep = kept_hits(h.passage_keys, gone)
-        scored = rank_hits(h.scores, h.passage_keys, self.hasans_temperature, gone=gone)
-        if keep.all():
-            return h, scored
-        vector_ids = None if h.vector_ids is None else h.vector_ids[keep]
-        kept = Hits(h.scores[keep], h.passage_keys[keep], h.sentence_indices[keep], h.passages, vector_ids, h.documents)
-        return kept, scored
-
-    @staticmethod
-    def _passage_document(
-        h: Hits, scores: PassageScores, rank: int, passage, supports: List[tuple], with_sentences: bool = False
-    ) -> Document:
-        content, sentences = passage
-        key = int(scores.passages[rank])
-        ref = h.passages[key]
-        support = []
-        for i in np.flatnonzero(h.passage_keys == key):
-            sentence = sentences[h.sentence_indices[i]]
-            if h.vector_ids is not None:
-                supports.append((int(h.vector_ids[i]), sentence.id, ref))
-            support.append(
-                {
-                    "sentence_index": int(h.sentence_indices[i]),
-                    "text": sentence.content,
-                    "score": float(h.scores[i]),
-                    "probability": float(scores.sentence_probabilities[i]),
-                }
-            )
-        meta = {**content.meta, SUPPORT: support}
-        if with_sentences:  # for the answer-sentence pass, which removes them
-            meta[SENTENCE_TEXTS] = [sentence.content for sentence in sentences]
-        return Document(content=content.content, id=content.id, score=float(scores.hasans[rank]), meta=meta)
 
     def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
         key = (id(store), index or store.index)
@@ -489,45 +322,7 @@ class DCSRRetriever(DenseRetriever):
         """Train a FAISS index that needs it (SQ, IVF, PQ) on the vectors of a random sample of the
         store's passages, encoded whole as they will be indexed; returns the vectors used (0 when the
         index needs no training). Call it after writing the sentences and before update_embeddings."""
-        import random
-
-        from haystack.document_stores import FAISSDocumentStore
-
-        from haystack_dcsr.haystack1.sql_rows import passage_head_ids
-
-        store = document_store or self.document_store
-        if not isinstance(store, FAISSDocumentStore):
-            raise ValueError("train_index needs a FAISSDocumentStore")
-        index = index or store.index
-        if store.faiss_indexes[index].is_trained:
-            return 0
-        head_ids = passage_head_ids(store, index)
-        random.Random(seed).shuffle(head_ids)
-        chosen, total = [], 0
-        for start in range(0, len(head_ids), 10_000):  # DCSR passages hold ~5 sentences: few rounds
-            for head in fetch_documents(store, head_ids[start : start + 10_000], index):
-                if total < max_sentences:
-                    chosen.append(PassageRef.of(position(head)))
-                    total += position(head).count
-            if total >= max_sentences:
-                break
-        documents = {
-            doc.id: doc
-            for doc in fetch_documents(
-                store, [sid for ref in chosen for sid in passage_sentence_ids(ref.passage_id, ref.count)], index
-            )
-        }
-        passages = [s for s in (current_sentences(ref, documents) for ref in chosen) if s is not None]
-        if not passages:
-            raise ValueError(f"No complete passages in index {index!r} to train the FAISS index on: write them first")
-        vectors = self.passage_encoder.encode(
-            [[doc.content for doc in p] for p in passages], batch_size=self.batch_size
-        )
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if store.similarity == "cosine":
-            store.normalize_embedding(vectors)  # as the store does to the vectors it will add
-        store.train_index(embeddings=vectors, index=index)
-        return len(vectors)
+        return self._embedder(document_store or self.document_store).train_faiss_index(max_sentences, seed, index)
 
     def delete_passages(
         self, passage_ids: List[str], index: Optional[str] = None, document_store: Optional[BaseDocumentStore] = None
@@ -586,43 +381,3 @@ def attach(document_store: BaseDocumentStore) -> None:
     (``store_guard``), and a re-written passage leaves no sentences of its old version behind
     (``passage_writes``)."""
     keep_passages_whole(document_store, guard(document_store))
-
-
-class _MapOutOfDate(Exception):
-    """A hit's vector id no longer belongs to its sentence in SQL: the map must be rebuilt."""
-
-
-def _same_filter_groups(filters: List[Optional[FilterType]]) -> List[List[int]]:
-    """Row numbers grouped by equal filter, in first-seen order (filters are dicts: not hashable)."""
-    groups: List[List[int]] = []
-    for row, query_filter in enumerate(filters):
-        for group in groups:
-            if filters[group[0]] == query_filter:
-                group.append(row)
-                break
-        else:
-            groups.append([row])
-    return groups
-
-
-def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
-    params = dict(params or {})
-    for name, value in params.items():
-        if name not in SEARCH_PARAMETERS:
-            raise ValueError(f"DCSRRetriever: search_params accepts {', '.join(SEARCH_PARAMETERS)}, got {name!r}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ValueError(f"DCSRRetriever: search_params[{name!r}] must be a number > 0, got {value!r}")
-    return params
-
-
-def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: bool = True) -> None:
-    store_dim = getattr(document_store, "embedding_dim", None)
-    if store_dim is not None and store_dim != dim:
-        fix = (
-            f"create the store with embedding_dim={dim} (nothing was written to it)"
-            if written
-            else "query it with the towers its vectors were made with, or re-index it with these"
-        )
-        raise ValueError(
-            f"The document store expects {store_dim}-dimensional embeddings but the DCSR towers produce {dim}: {fix}"
-        )

@@ -358,3 +358,17 @@ def sentence_search_for(
             type(document_store).__name__,
         )
     return StoreSentenceSearch(document_store, index)
+
+
+def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: bool = True) -> None:
+    """Refuse a store whose vector width is not the towers'; ``written``: nothing was written yet."""
+    store_dim = getattr(document_store, "embedding_dim", None)
+    if store_dim is not None and store_dim != dim:
+        fix = (
+            f"create the store with embedding_dim={dim} (nothing was written to it)"
+            if written
+            else "query it with the towers its vectors were made with, or re-index it with these"
+        )
+        raise ValueError(
+            f"The document store expects {store_dim}-dimensional embeddings but the DCSR towers produce {dim}: {fix}"
+        )

@@ -330,8 +330,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     from haystack_dcsr.core.hub import PublishError
     from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.build_model import BuildError
-    from haystack_dcsr.training.config import ConfigError
     from haystack_dcsr.training.checkpoints import CheckpointError
+    from haystack_dcsr.training.config import ConfigError
 
     try:
         args.func(args)
