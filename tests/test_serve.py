@@ -28,7 +28,8 @@ def stand_ins(directory: Path) -> Path:
     (directory / "uvicorn.py").write_text(
         textwrap.dedent("""
         def run(app, host, port, workers):
-            print("SERVING", type(app["pipeline"].get_node("Retriever")).__name__, host, port, workers)
+            kinds = {type(node).__name__ for node in app["pipeline"].components.values()}
+            print("SERVING", "DCSRRetriever" if "DCSRRetriever" in kinds else sorted(kinds), host, port, workers)
     """)
     )
     return directory
@@ -68,3 +69,30 @@ def test_the_launcher_says_how_to_install_the_rest_api(tmp_path, tiny_bert):
         "from haystack_dcsr.serve import main; main(['--pipeline', 'x.yml'])", tmp_path / "empty", tiny_bert, tmp_path
     )
     assert result.returncode != 0 and "Haystack 1.x's REST API is not on PyPI" in result.stderr
+
+
+def test_a_saved_pipeline_is_served_from_its_folder_and_leaves_no_temporary_file(tmp_path, tiny_bert, corpus):
+    """Saved YAML names its stores' files relative to itself; the launcher hands the REST API a resolved
+    copy and removes it once the API has read it."""
+    from test_saved_pipelines import shipped
+
+    from haystack_dcsr import SentencePreprocessor, load_pipeline, save_pipeline
+
+    pipeline = load_pipeline(shipped("hybrid", tiny_bert, tmp_path), pipeline_name="search")
+    pipeline.get_node("BM25").document_store.write_documents(corpus)
+    sentences = pipeline.get_node("DCSR").document_store
+    sentences.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
+    sentences.update_embeddings(pipeline.get_node("DCSR"))
+    saved = save_pipeline(pipeline, tmp_path / "served" / "hybrid.yml")
+    env_dir = stand_ins(tmp_path / "site")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    code = (
+        f"import tempfile; tempfile.tempdir = {str(temporary)!r}\n"
+        f"from haystack_dcsr.serve import main; main(['--pipeline', {str(saved)!r}, '--query-pipeline', 'search'])"
+    )
+    served = run(code, env_dir, tiny_bert, tmp_path)
+    assert served.returncode == 0, served.stderr[-2000:]
+    assert "SERVING DCSRRetriever 127.0.0.1 8000 1" in served.stdout
+    left = [p.name for p in temporary.iterdir() if p.name.startswith(("dcsr-serve-", "dcsr-store-"))]
+    assert left == []  # (haystack-dcsr-nltk, the empty punkt stand-in, is one fixed folder, reused)

@@ -17,7 +17,7 @@ import argparse
 import importlib.util
 import os
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 INSTALL = "pip install 'git+https://github.com/deepset-ai/haystack.git@v1.26.4#subdirectory=rest_api' uvicorn"
 
@@ -41,22 +41,31 @@ def main(argv: Optional[List[str]] = None) -> None:
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")
-    os.environ["PIPELINE_YAML_PATH"] = resolved_yaml(args.pipeline)
+    import haystack_dcsr  # noqa: F401  (registers DCSRRetriever, SentencePreprocessor, ... before the YAML is read)
+
+    yaml_path, resolved = resolved_yaml(args.pipeline)
+    os.environ["PIPELINE_YAML_PATH"] = yaml_path
     os.environ["QUERY_PIPELINE_NAME"] = args.query_pipeline
     os.environ["INDEXING_PIPELINE_NAME"] = args.indexing_pipeline
+    try:
+        import uvicorn
+        from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH, once, at import
+    finally:  # the API has read the resolved copies: nothing is left in the temporary folder
+        if resolved is not None:
+            from haystack_dcsr.haystack1.saved_store import discard_temporary_config
 
-    import uvicorn
-    from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH
-
-    import haystack_dcsr  # noqa: F401  (registers DCSRRetriever, SentencePreprocessor, ... before the YAML is read)
+            os.unlink(yaml_path)
+            for component in resolved.get("components", []):
+                discard_temporary_config(component.get("params") or {})
 
     uvicorn.run(app, host=args.host, port=args.port, workers=1)
 
 
-def resolved_yaml(path: str) -> str:
+def resolved_yaml(path: str) -> Tuple[str, Optional[Dict[str, Any]]]:
     """The pipeline file as the REST API must read it: checked with ``load_pipeline``'s limits, and
     with saved stores' files named by absolute paths (saved YAML names them relative to itself,
-    which Haystack's plain loader would read against the working directory)."""
+    which Haystack's plain loader would read against the working directory). Returns the file to
+    read and, when that is a temporary resolved copy, its config (whose temporary files go once read)."""
     import tempfile
     from pathlib import Path
 
@@ -69,11 +78,11 @@ def resolved_yaml(path: str) -> str:
     config = read_pipeline_yaml(path)
     resolved = resolve_saved_stores(config, Path(path).resolve().parent)
     if resolved == config:
-        return os.path.abspath(path)
+        return os.path.abspath(path), None
     handle, name = tempfile.mkstemp(prefix="dcsr-serve-", suffix=".yml")
     with os.fdopen(handle, "w") as out:
         yaml.safe_dump(resolved, out, sort_keys=False)
-    return name
+    return name, resolved
 
 
 if __name__ == "__main__":
