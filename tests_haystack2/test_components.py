@@ -298,3 +298,32 @@ def test_a_dropped_passage_ranks_as_the_core_and_the_1x_adapter_rank_it(store):
         expected = core_ranking(model, question, drop=drop)
         assert [d.id for d in served] == [title for title, _ in expected] and ("Paris" in expected[0]) == (not drop)
         assert [d.score for d in served] == pytest.approx([score for _, score in expected], rel=1e-5, abs=1e-9)
+
+
+def test_the_answer_sentence_marker_marks_the_sentence_that_states_the_answer():
+    """The 2.x answer-sentence pass: the passage's sentences scored alone, as 1.x mark_answer_sentence=True
+    does (tests/test_evidence.py, the same passage); the retriever's support stays, the inputs are not changed."""
+    from haystack_dcsr.core.evidence import ANSWER, render_html
+    from haystack_dcsr.haystack2 import DCSRAnswerSentenceMarker
+
+    passage = (
+        "Movable type was first invented in China around 1040 by Bi Sheng. Clay type was fragile and hard to use. "
+        "Later printers in Korea cast type in bronze."
+    )
+    store = InMemoryDocumentStore()
+    indexing(store).run(
+        {"split": {"documents": [Document(id="type", content=passage), Document(id="empty", content=" ")]}}
+    )
+    pipeline = Pipeline()
+    pipeline.add_component("retrieve", DCSRRetriever(document_store=store, model=MODEL, top_k=1))
+    pipeline.add_component("mark", DCSRAnswerSentenceMarker(model=MODEL))
+    pipeline.connect("retrieve.documents", "mark.documents")
+    pipeline = Pipeline.loads(pipeline.dumps())
+    question = "Who invented movable type?"
+    top = pipeline.run({"retrieve": {"query": question}, "mark": {"query": question}})["mark"]["documents"][0]
+    assert top.id == "type" and top.meta["dcsr_sentences"]
+    assert top.meta[ANSWER]["sentence_index"] == 0 and top.meta[ANSWER]["text"].startswith("Movable type was first")
+    assert render_html(question, [top]).count('class="support answer"') == 1
+    untouched = Document(id="x", content=passage)
+    DCSRAnswerSentenceMarker(model=MODEL).run(query=question, documents=[untouched, Document(id="blank", content="")])
+    assert ANSWER not in untouched.meta

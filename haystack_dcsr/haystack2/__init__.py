@@ -4,6 +4,7 @@
     querying:  DCSRRetriever(sentence store) [-> DCSRHybridJoiner with a BM25 retriever over passages]
                [-> DCSRCrossEncoderRanker]
                (DCSRRetriever = DCSRTextEmbedder -> DCSREmbeddingRetriever, the integrations' split, in one)
+               [-> DCSRAnswerSentenceMarker: the sentence of each passage that best answers, scored alone]
 
 Sentence stores: ``InMemoryDocumentStore`` and Qdrant (``qdrant-haystack``); see ``stores``.
 
@@ -13,12 +14,14 @@ components (and nothing else), as Haystack does for ``haystack_integrations``, s
 """
 
 from haystack_dcsr.haystack2.embedder import DCSRDocumentEmbedder
+from haystack_dcsr.haystack2.evidence import DCSRAnswerSentenceMarker
 from haystack_dcsr.haystack2.joiner import DCSRHybridJoiner
 from haystack_dcsr.haystack2.ranker import DCSRCrossEncoderRanker
 from haystack_dcsr.haystack2.retriever import DCSREmbeddingRetriever, DCSRRetriever, DCSRTextEmbedder
 from haystack_dcsr.haystack2.splitter import DCSRSentenceSplitter
 
 __all__ = [
+    "DCSRAnswerSentenceMarker",
     "DCSRCrossEncoderRanker",
     "DCSRDocumentEmbedder",
     "DCSREmbeddingRetriever",
