@@ -70,6 +70,17 @@ def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower,
     sources = tower_sources(config)
     query = QueryTower(sources["query"], max_length=config.max_query_len, **common)
     passage = PassageTower(sources["passage"], max_length=config.max_passage_len, level=config.level, **common)
+    if query.config.temperature != passage.config.temperature:
+        # towers from two bases can default differently; the model has one temperature, and it is the one
+        # the loss trains with, validation ranks with and dcsr_model.json records: the query tower's, as served
+        logger.warning(
+            "The towers default to temperatures %s (query) and %s (passage): training with %s; set temperature "
+            "to choose another",
+            query.config.temperature,
+            passage.config.temperature,
+            query.config.temperature,
+        )
+        passage.config.temperature = query.config.temperature
     return query, passage
 
 
@@ -123,7 +134,7 @@ class Trainer:
             seed=config.seed,
             meq_oversample=config.meq_oversample,
         )
-        self.qp = QPLoss(self.passage.config.temperature)
+        self.qp = QPLoss(self.query.config.temperature)  # the one temperature (build_towers)
         self.index: Optional[FrozenSentenceIndex] = None  # query-side tuning's candidates (frozen_passages)
         if config.frozen_passages:
             self.passage.model.requires_grad_(False)
@@ -407,7 +418,7 @@ class Trainer:
         metrics = self.validate()
         if self.retrieval is not None and self.dist.main:
             self.model.eval()
-            metrics.update(self.retrieval(self.query, self.passage, self.passage.config.temperature))
+            metrics.update(self.retrieval(self.query, self.passage, self.qp.temperature))
             self.model.train()
         self.dev_metrics = metrics
         if not (self.dist.main and metrics):

@@ -543,3 +543,24 @@ def test_the_meq_file_travels_as_additions_to_the_training_records_and_unpacks_w
     (packed / "train.jsonl.xz").unlink()
     with pytest.raises(ValueError, match="train_meq.jsonl.xz adds to train.jsonl.xz, which is not packed beside it"):
         gpu_train.unpacked_records(packed, "train_meq", tmp_path, corpus)
+
+
+def test_towers_from_two_bases_train_serve_and_record_one_temperature(bert, tmp_path, caplog):
+    """A query tower whose base says 0.05 and a passage tower whose base says 1.0: the loss, validation and
+    dcsr_model.json all use the query tower's (the one a served model reads), with a warning naming both."""
+    import json
+
+    from haystack_dcsr import DCSRModel
+
+    cosine = make_tiny_bert(tmp_path / "cosine", max_length=128, normalize=True, temperature=0.05)
+    records = make_records(8)
+    settings = config(
+        bert, tmp_path, query_model=cosine, passage_model=bert, max_steps=1, pooling="mean", normalize=True
+    )
+    with caplog.at_level("WARNING"):
+        trainer = Trainer(settings, records=records)
+    assert "temperatures 0.05 (query) and 1.0 (passage): training with 0.05" in caplog.text
+    assert trainer.qp.temperature == trainer.passage.config.temperature == 0.05
+    trainer.train(resume=False)
+    assert json.loads((tmp_path / "run" / "last" / "dcsr_model.json").read_text())["temperature"] == 0.05
+    assert DCSRModel.from_pretrained(str(tmp_path / "run" / "last"), use_gpu=False).temperature == 0.05
