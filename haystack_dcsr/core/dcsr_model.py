@@ -19,6 +19,7 @@ module imports no Haystack, so the 1.x nodes and the 2.x components load the sam
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
@@ -27,6 +28,7 @@ import numpy as np
 from haystack_dcsr.core.encoder import PassageTower, QueryTower
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import (
+    CONFIG_NAME,
     DEFAULT_MODEL,
     EncoderConfig,
     Level,
@@ -37,6 +39,8 @@ from haystack_dcsr.core.models import (
 )
 from haystack_dcsr.core.sentence_units import whole_span
 from haystack_dcsr.core.splitting import SentenceSplitter
+
+logger = logging.getLogger(__name__)
 
 MODEL_FILE = "dcsr_model.json"
 SPLITTER_FILE = "sentence_splitter.json"
@@ -138,7 +142,10 @@ class ModelFiles:
                 raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
             query = _inside(root, state.pop("query", QUERY_DIR), manifest)
             passage = state.pop("passage", None)
-            return cls(query, _inside(root, passage, manifest) if passage else query, DCSRSettings(**state), splitter)
+            passage = _inside(root, passage, manifest) if passage else query
+            settings = DCSRSettings(**state)
+            _warn_where_towers_disagree(manifest, settings, {"query": query, "passage": passage})
+            return cls(query, passage, settings, splitter)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
             query, passage = root / QUERY_DIR, root / PASSAGE_DIR
         else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)
@@ -272,6 +279,35 @@ def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: 
         **dataclasses.asdict(settings),
     }
     (Path(directory) / MODEL_FILE).write_text(json.dumps(state, indent=1))
+
+
+def _warn_where_towers_disagree(manifest: Path, settings: DCSRSettings, towers: Dict[str, str]) -> None:
+    """A tower's own ``dcsr_encoder.json`` (kept so the tower loads alone) is not a second owner: inside a
+    model directory ``dcsr_model.json`` wins. A tower file that says otherwise (edited by hand, copied from
+    another run) is named, so the difference is not silent."""
+    for role, directory in towers.items():
+        own = Path(directory) / CONFIG_NAME
+        if not own.is_file():
+            continue
+        tower = json.loads(own.read_text())
+        differ = [
+            f"{name} {tower[name]!r} (model: {value!r})"
+            for name, value in (
+                ("pooling", settings.pooling),
+                ("normalize", settings.normalize),
+                ("temperature", settings.temperature),
+            )
+            if name in tower and tower[name] != value
+        ]
+        if differ:
+            logger.warning(
+                "%s: the %s tower's %s says %s; %s wins (it owns these settings)",
+                manifest.parent,
+                role,
+                CONFIG_NAME,
+                ", ".join(differ),
+                MODEL_FILE,
+            )
 
 
 def _inside(root: Path, relative: str, manifest: Path) -> str:
