@@ -2,7 +2,7 @@
 
 Needs CUDA torch, this repository and nltk; no Haystack (the trainer mines with the core alone). The
 model is evaluated as the README's table is: every SQuAD v1.1 dev question over every paragraph (train
-and dev, `squad_data.load_squad`'s ids and order), exact sentence search and HasAns, the ranking
+and dev, `squad_data.read_squad`'s ids and order), exact sentence search and HasAns, the ranking
 `DCSRRetriever` serves over FAISS Flat. It writes, under --out:
 
 - `build_model.json`: the budget, each stage's seconds, top-1/5/20/100 on all dev questions and on the
@@ -18,7 +18,6 @@ and dev, `squad_data.load_squad`'s ids and order), exact sentence search and Has
 import argparse
 import json
 import lzma
-import random
 import sys
 import time
 from pathlib import Path
@@ -40,26 +39,17 @@ def squad_file(directory: Path, split: str, workdir: Path) -> Path:
     return target
 
 
-def benchmark_corpus(train: Path, dev: Path, n_sample: int = 1000, seed: int = 0):
-    """squad_data.load_squad's corpus and sample without Haystack: paragraph ids ``<split>-<article>-<paragraph>``,
-    dev first; every dev question; the seeded 1,000-question sample (as positions of each text's first copy)."""
-    from haystack_dcsr.training.data import read_json
+def benchmark_corpus(train: Path, dev: Path):
+    """The benchmark's corpus (``squad_data.read_squad``: its ids and order), every dev question, and its
+    1,000-question sample (``sample_questions``) as positions of each text's first copy."""
+    from squad_data import read_squad, sample_questions
 
-    corpus, questions = {}, []
-    for split, path in (("dev", dev), ("train", train)):
-        for a, article in enumerate(read_json(path)["data"]):
-            for p, paragraph in enumerate(article["paragraphs"]):
-                pid = f"{split}-{a}-{p}"
-                corpus[pid] = [article["title"], paragraph["context"]]
-                if split == "dev":
-                    questions.extend(
-                        (qa["question"], [x["text"] for x in qa["answers"]], pid) for qa in paragraph["qas"]
-                    )
-    sample = random.Random(seed).sample(questions, min(n_sample, len(questions)))
+    paragraphs, questions = read_squad(train, dev)
     first = {}
     for i, (q, _, _) in enumerate(questions):
         first.setdefault(q, i)
-    return corpus, [(q, answers) for q, answers, _ in questions], [first[q] for q, _, _ in sample]
+    sample = [first[q] for q, _, _ in sample_questions(questions, 1000)]
+    return {pid: [title, text] for pid, title, text in paragraphs}, [(q, a) for q, a, _ in questions], sample
 
 
 def main(argv=None) -> None:

@@ -269,7 +269,7 @@ def mine_dense(run_dir: Path, records_file: Path, corpus: dict, ids, out: Path, 
     passages = [Passage(title=corpus[pid][0], text=corpus[pid][1], passage_id=pid) for pid in ids]
     search = dense_search(run_dir, passages, device=device, progress_bar=False)
     out.unlink(missing_ok=True)
-    mine_hard_negatives(load_records(records_file).records, search, out, top_k=keep + 20, keep=keep, batch_size=4096)
+    mine_hard_negatives(load_records(records_file).records, search, out, top_k=keep + 20, keep=keep)
     torch.cuda.empty_cache()
     return out
 

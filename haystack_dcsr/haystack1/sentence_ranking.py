@@ -97,14 +97,18 @@ class SentenceRanker:
         return results
 
     def _without(self, h: Hits, gone: set) -> Tuple[Hits, PassageScores]:
-        """The hits without those of the passages in ``gone``, and their HasAns."""
+        """The hits without those of the passages in ``gone``, and their HasAns (``rank_hits`` over what is
+        kept: the same as ranking all of them with those passages ``gone``)."""
         keep = kept_hits(h.passage_keys, gone)
-        scored = rank_hits(h.scores, h.passage_keys, self.temperature, gone=gone)
-        if keep.all():
-            return h, scored
-        vector_ids = None if h.vector_ids is None else h.vector_ids[keep]
-        kept = Hits(h.scores[keep], h.passage_keys[keep], h.sentence_indices[keep], h.passages, vector_ids, h.documents)
-        return kept, scored
+        if not keep.all():
+            vector_ids = None if h.vector_ids is None else h.vector_ids[keep]
+            h = h._replace(
+                scores=h.scores[keep],
+                passage_keys=h.passage_keys[keep],
+                sentence_indices=h.sentence_indices[keep],
+                vector_ids=vector_ids,
+            )
+        return h, rank_hits(h.scores, h.passage_keys, self.temperature)
 
     @staticmethod
     def _passage_document(

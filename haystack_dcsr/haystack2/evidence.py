@@ -6,6 +6,7 @@ sets ``meta["dcsr_answer_sentence"]`` (``core.evidence``, as the 1.x ``mark_answ
 ``haystack_dcsr.core.evidence.render_html`` then shows the passages with both marked.
 """
 
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -30,7 +31,7 @@ class DCSRAnswerSentenceMarker:
 
     @component.output_types(documents=List[Document])
     def run(self, query: str, documents: List[Document]) -> Dict[str, List[Document]]:
-        marked = [Document.from_dict(doc.to_dict()) for doc in documents]  # the inputs stay as they were
+        marked = [replace(doc, meta=dict(doc.meta)) for doc in documents]  # the inputs stay as they were
         units = dict(zip((doc.id for doc in marked), self._model.passage_units([doc.content or "" for doc in marked])))
         kept = [doc for doc in marked if units[doc.id]]  # a passage without text has no sentence to mark
         mark_answer_sentences(

@@ -179,7 +179,6 @@ def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overr
             paths["dense"],
             top_k=max(30, keep),
             keep=keep,
-            batch_size=4096,
         )
     elif stage == "card":
         card = out / "README.md"

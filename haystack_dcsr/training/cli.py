@@ -62,9 +62,7 @@ def mine_dense(args) -> None:
     from haystack_dcsr.training.mining import dense_search, mine_hard_negatives
 
     search = dense_search(args.model, read_corpus(args.corpus), device=args.device)
-    mined = mine_hard_negatives(
-        load_records(args.records).records, search, args.out, top_k=args.top_k, keep=args.keep, batch_size=4096
-    )
+    mined = mine_hard_negatives(load_records(args.records).records, search, args.out, top_k=args.top_k, keep=args.keep)
     print(f"mined {mined} questions -> {args.out}")
 
 
