@@ -22,7 +22,7 @@ def sql_vector_rows(store):
 
 
 def the_map(retriever, store):
-    return retriever._search_for(store, None).current_map()
+    return retriever.engine.search_for(store).current_map()
 
 
 @pytest.fixture

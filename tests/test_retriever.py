@@ -132,6 +132,24 @@ def test_saved_store_and_retriever_give_identical_rankings(tmp_path, retriever, 
     assert [ranking(loaded.retrieve(q, top_k=5)) for q in queries] == before
 
 
+def test_a_saved_retriever_is_a_model_directory_and_older_saves_still_load(tmp_path, retriever, corpus):
+    store = faiss_store(tmp_path)
+    retriever.document_store = store
+    index(store, retriever, corpus)
+    queries = ["first antibiotic", "gas giant"]
+    before = [ranking(retriever.retrieve(q, top_k=5)) for q in queries]
+    saved = tmp_path / "retriever"
+    retriever.save(saved)
+    assert (saved / "dcsr_model.json").is_file() and not list(saved.glob("*/dcsr_encoder.json"))  # one copy
+    as_model = DCSRRetriever(model=str(saved), document_store=store, progress_bar=False)
+    assert [ranking(as_model.retrieve(q, top_k=5)) for q in queries] == before
+    (saved / "dcsr_model.json").unlink()  # as retrievers were saved before: each tower with its own settings
+    retriever.query_encoder.tower.save(saved / "query_encoder")
+    retriever.passage_encoder.save(saved / "passage_encoder")
+    older = DCSRRetriever.load(saved, document_store=store, progress_bar=False)
+    assert [ranking(older.retrieve(q, top_k=5)) for q in queries] == before
+
+
 def test_new_documents_after_a_query_are_found(tmp_path, retriever, corpus):
     store = faiss_store(tmp_path)
     retriever.document_store = store
@@ -200,7 +218,7 @@ def test_passage_cache_serves_repeats_and_is_cleared_when_the_index_changes(tmp_
         assert ranking(cached.retrieve(query, document_store=store)) == ranking(
             uncached.retrieve(query, document_store=store)
         )
-    search = cached._search_for(store, None)
+    search = cached.engine.search_for(store)
     assert len(search._cache) == 3  # bounded
     changed = Document(content="Paris is in France. It changed. Three sentences.", id=corpus[0].id, meta={"title": "P"})
     store.write_documents(sentences_of([changed]), duplicate_documents="overwrite")

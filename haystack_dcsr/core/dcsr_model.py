@@ -8,24 +8,26 @@ A model directory now owns them::
 
     my-dcsr/
       dcsr_model.json       format version, level, pooling, normalize, temperature, max lengths, splitter
-      query_encoder/        HF ``save_pretrained`` directory (+ dcsr_encoder.json)
+      query_encoder/        HF ``save_pretrained`` directory (no settings of its own)
       passage_encoder/      the same for the passage tower; absent when both towers share weights
       sentence_splitter.json  Punkt parameters fitted on a corpus (optional)
 
-Older layouts keep loading: a trainer output (``query_encoder/`` + ``passage_encoder/``), one tower
-directory (HF, sentence-transformers, or ``dcsr_encoder.json``), or a hub name of either. This
-module imports no Haystack, so the 1.x nodes and the 2.x components load the same model.
+The towers carry no copy of the settings: a tower folder given alone (``my-dcsr/query_encoder``) reads
+them from the ``dcsr_model.json`` beside it. Older layouts keep loading: a trainer output
+(``query_encoder/`` + ``passage_encoder/``, each with ``dcsr_encoder.json``), one tower directory (HF,
+sentence-transformers, or ``dcsr_encoder.json``), or a hub name of either. This module imports no
+Haystack, so the 1.x nodes and the 2.x components load the same model.
 """
 
 import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from haystack_dcsr.core.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import (
     CONFIG_NAME,
@@ -46,6 +48,7 @@ MODEL_FILE = "dcsr_model.json"
 SPLITTER_FILE = "sentence_splitter.json"
 QUERY_DIR, PASSAGE_DIR = "query_encoder", "passage_encoder"
 FORMAT_VERSION = 1
+_WARNED: set = set()  # tower files already named as disagreeing with their manifest
 
 
 @dataclasses.dataclass
@@ -109,6 +112,24 @@ class DCSRSettings:
             max_passage_length=passage.max_length,
         )
 
+    @classmethod
+    def paired(
+        cls, query: "DCSRSettings", passage: "DCSRSettings", query_name: str, passage_name: str
+    ) -> "DCSRSettings":
+        """One model's settings from a query side and a passage side: the query side's temperature and query
+        length, the passage side's level, passage length and splitter; they must pool and normalise alike."""
+        for name in ("pooling", "normalize"):
+            if getattr(query, name) != getattr(passage, name):
+                raise ValueError(
+                    f"The {query_name} and the passage model {passage_name!r} disagree on {name} "
+                    f"({getattr(query, name)!r} vs {getattr(passage, name)!r}): their vectors would not be comparable"
+                )
+        return dataclasses.replace(passage, temperature=query.temperature, max_query_length=query.max_query_length)
+
+    def given(self, **values: Any) -> "DCSRSettings":
+        """These settings with the values a node was given in their place (``model_setting`` for each)."""
+        return dataclasses.replace(self, **{name: model_setting(value, self, name) for name, value in values.items()})
+
     def tower_overrides(self, role: Literal["query", "passage"]) -> Dict[str, Any]:
         length = self.max_query_length if role == "query" else self.max_passage_length
         return dict(
@@ -130,28 +151,54 @@ class ModelFiles:
     splitter_file: Optional[str] = None
 
     @classmethod
-    def locate(cls, name_or_path: str, token: Optional[Union[str, bool]] = None) -> "ModelFiles":
-        """The parts of a local directory or hub name (``token``: Haystack's ``use_auth_token``)."""
+    def locate(
+        cls, name_or_path: str, token: Optional[Union[str, bool]] = None, passage: Optional[str] = None
+    ) -> "ModelFiles":
+        """The parts of a local directory or hub name (``token``: Haystack's ``use_auth_token``). ``passage``
+        takes the passage tower, and the settings that describe it (level, passage length, splitter), from
+        another model; the two must pool and normalise alike."""
+        files = cls._locate(name_or_path, token)
+        if passage is None:
+            return files
+        other = cls._locate(passage, token)
+        settings = DCSRSettings.paired(files.settings, other.settings, f"query model {name_or_path!r}", passage)
+        return cls(files.query_dir, other.passage_dir, settings, other.splitter_file)
+
+    @classmethod
+    def _locate(cls, name_or_path: str, token: Optional[Union[str, bool]]) -> "ModelFiles":
         root = Path(resolve_model_path(name_or_path, token))
         manifest = root / MODEL_FILE
         splitter = str(root / SPLITTER_FILE) if (root / SPLITTER_FILE).is_file() else None
         if manifest.is_file():
-            state = json.loads(manifest.read_text())
-            unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
-            if unknown:
-                raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
-            query = _inside(root, state.pop("query", QUERY_DIR), manifest)
-            passage = state.pop("passage", None)
-            passage = _inside(root, passage, manifest) if passage else query
-            settings = DCSRSettings(**state)
-            _warn_where_towers_disagree(manifest, settings, {"query": query, "passage": passage})
+            query, passage, settings = _read_manifest(root)
             return cls(query, passage, settings, splitter)
+        if (root.parent / MODEL_FILE).is_file() and not (root / CONFIG_NAME).is_file():
+            # one tower folder of a model directory, given alone: the model's settings, this tower's weights
+            query, passage, settings = _read_manifest(root.parent)
+            if root.resolve() in (Path(query).resolve(), Path(passage).resolve()):
+                parent_splitter = root.parent / SPLITTER_FILE
+                return cls(str(root), str(root), settings, str(parent_splitter) if parent_splitter.is_file() else None)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
             query, passage = root / QUERY_DIR, root / PASSAGE_DIR
         else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)
             query = passage = root
         settings = DCSRSettings.from_towers(_tower_config(query), _tower_config(passage))
         return cls(str(query), str(passage), settings, splitter)
+
+
+def _read_manifest(root: Path) -> Tuple[str, str, DCSRSettings]:
+    """The tower folders and settings ``dcsr_model.json`` names."""
+    manifest = root / MODEL_FILE
+    state = json.loads(manifest.read_text())
+    unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
+    if unknown:
+        raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
+    query = _inside(root, state.pop("query", QUERY_DIR), manifest)
+    passage = state.pop("passage", None)
+    passage = _inside(root, passage, manifest) if passage else query
+    settings = DCSRSettings(**state)
+    _warn_where_towers_disagree(manifest, settings, {"query": query, "passage": passage})
+    return query, passage, settings
 
 
 class DCSRModel:
@@ -188,10 +235,16 @@ class DCSRModel:
         use_gpu: bool = True,
         precision: Precision = "auto",
         quantize: Optional[Quantize] = None,
+        token: Optional[Union[str, bool]] = None,
+        passage: Optional[str] = None,
+        **given: Any,
     ) -> "DCSRModel":
         """Finds the parts now (a missing directory fails here); each tower loads on first use, so an
-        indexing service never loads the query tower and a query service never the passage tower."""
-        files = ModelFiles.locate(name_or_path)
+        indexing service never loads the query tower and a query service never the passage tower.
+        ``passage``: the passage tower from another model (``ModelFiles.locate``); ``given``: settings a
+        node was given (``DCSRSettings`` names; None keeps the model's)."""
+        files = ModelFiles.locate(name_or_path, token, passage)
+        files = dataclasses.replace(files, settings=files.settings.given(**given))
         return cls(files, device=device, use_gpu=use_gpu, precision=precision, quantize=quantize)
 
     @property
@@ -250,17 +303,39 @@ class DCSRModel:
 
     def save_pretrained(self, directory: Union[str, Path], splitter: Optional[SentenceSplitter] = None) -> None:
         """Both towers (one copy when they share weights), the settings and, if given, a fitted splitter."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.query_tower.save(directory / QUERY_DIR)
         shared = self.files.passage_dir == self.files.query_dir
-        if not shared:
-            self.passage_tower.save(directory / PASSAGE_DIR)
-        if splitter is not None:
-            splitter.save(directory / SPLITTER_FILE)
-        elif self.files.splitter_file:
-            (directory / SPLITTER_FILE).write_text(Path(self.files.splitter_file).read_text())
-        write_manifest(directory, self.settings, shared=shared)
+        save_towers(
+            directory,
+            self.settings,
+            self.query_tower,
+            None if shared else self.passage_tower,
+            splitter=splitter,
+            splitter_file=self.files.splitter_file,
+        )
+
+
+def save_towers(
+    directory: Union[str, Path],
+    settings: DCSRSettings,
+    query: Tower,
+    passage: Optional[Tower] = None,
+    splitter: Optional[SentenceSplitter] = None,
+    splitter_file: Optional[str] = None,
+) -> None:
+    """A model directory from loaded towers: ``query_encoder/``, ``passage_encoder/`` (none when ``passage`` is
+    None: one tower for both sides), the splitter (fitted, or copied from ``splitter_file``) and, last,
+    ``dcsr_model.json``, the towers' only config. ``save_pretrained``, the trainer and ``DCSRRetriever.save``
+    write models with it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    query.save(directory / QUERY_DIR, own_config=False)
+    if passage is not None:
+        passage.save(directory / PASSAGE_DIR, own_config=False)
+    if splitter is not None:
+        splitter.save(directory / SPLITTER_FILE)
+    elif splitter_file:
+        (directory / SPLITTER_FILE).write_text(Path(splitter_file).read_text())
+    write_manifest(directory, settings, shared=passage is None)
 
 
 def model_setting(given: Any, settings: DCSRSettings, name: str) -> Any:
@@ -282,8 +357,8 @@ def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: 
 
 
 def _warn_where_towers_disagree(manifest: Path, settings: DCSRSettings, towers: Dict[str, str]) -> None:
-    """A tower's own ``dcsr_encoder.json`` (kept so the tower loads alone) is not a second owner: inside a
-    model directory ``dcsr_model.json`` wins. A tower file that says otherwise (edited by hand, copied from
+    """Towers saved before this version carry their own ``dcsr_encoder.json``; inside a model directory it is
+    not a second owner: ``dcsr_model.json`` wins. A tower file that says otherwise (edited by hand, copied from
     another run) is named, so the difference is not silent."""
     for role, directory in towers.items():
         own = Path(directory) / CONFIG_NAME
@@ -299,7 +374,9 @@ def _warn_where_towers_disagree(manifest: Path, settings: DCSRSettings, towers: 
             )
             if name in tower and tower[name] != value
         ]
-        if differ:
+        warning = (str(manifest.resolve()), role, tuple(differ))
+        if differ and warning not in _WARNED:  # once per process: the adapters locate a model more than once
+            _WARNED.add(warning)
             logger.warning(
                 "%s: the %s tower's %s says %s; %s wins (it owns these settings)",
                 manifest.parent,
@@ -319,6 +396,18 @@ def _inside(root: Path, relative: str, manifest: Path) -> str:
     if not path.is_relative_to(root.resolve()):
         raise ValueError(f"{manifest}: tower folder {relative!r} points outside the model directory {root}")
     return str(root / relative)
+
+
+def manifest_tower_config(directory: Path, role: str) -> Optional[EncoderConfig]:
+    """The config of a tower folder inside a model directory, read from the ``dcsr_model.json`` beside it as
+    its ``role`` tower (None when the folder is not one of that model's towers)."""
+    root = directory.parent
+    if not (root / MODEL_FILE).is_file():
+        return None
+    query, passage, settings = _read_manifest(root)
+    if directory.resolve() not in (Path(query).resolve(), Path(passage).resolve()):
+        return None
+    return EncoderConfig(**settings.tower_overrides(role))
 
 
 def model_splitter(files: ModelFiles) -> SentenceSplitter:

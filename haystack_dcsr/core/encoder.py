@@ -67,7 +67,7 @@ class Tower:
         overrides = dict(
             pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level
         )
-        self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides)
+        self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides, self.role)
         self.model_name_or_path = model_name_or_path
         self.device = pick_device(default_device(device, quantize), use_gpu)
         self.dtype = pick_dtype(self.device, precision)
@@ -206,8 +206,9 @@ class Tower:
 
     role = "query"  # what sentence-transformers would load it as: one vector per text
 
-    def save(self, directory: Union[str, Path]) -> None:
-        save_tower(directory, self.tokenizer, self.model, self.config, role=self.role)
+    def save(self, directory: Union[str, Path], own_config: bool = True) -> None:
+        """An HF directory; ``own_config=False`` inside a model directory, whose ``dcsr_model.json`` is its config."""
+        save_tower(directory, self.tokenizer, self.model, self.config, role=self.role, own_config=own_config)
 
 
 class PassageTower(Tower):

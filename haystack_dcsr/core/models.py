@@ -1,8 +1,8 @@
 """Loading and saving the transformer towers, as Hugging Face ``save_pretrained`` directories.
 
-Each tower directory is a plain HF model directory plus ``dcsr_encoder.json`` (pooling,
-normalisation, length, the HasAns temperature it was trained for), so a checkpoint written by the
-trainer loads directly in ``QueryEncoder``/``DCSRRetriever`` and in any HF tool.
+Each tower directory is a plain HF model directory. A tower saved alone carries ``dcsr_encoder.json``
+(pooling, normalisation, length, the HasAns temperature it was trained for); inside a model directory
+the towers carry none and read ``dcsr_model.json`` instead (``dcsr_model``), so no setting has two copies.
 """
 
 import dataclasses
@@ -94,13 +94,19 @@ def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = No
         ) from error
 
 
-def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
-    """Read ``dcsr_encoder.json``; otherwise infer from a sentence-transformers layout or default
-    to DCSR's marker pooling for a plain HF model."""
+def infer_config(path: str, model_max_positions: int, role: str = "query") -> EncoderConfig:
+    """Read ``dcsr_encoder.json``; else, for a tower folder of a model directory, the ``dcsr_model.json``
+    beside it (as the ``role`` tower); otherwise infer from a sentence-transformers layout or default to
+    DCSR's marker pooling for a plain HF model."""
     directory = Path(path)
     config_file = directory / CONFIG_NAME
     if config_file.is_file():
         return EncoderConfig(**json.loads(config_file.read_text()))
+    from haystack_dcsr.core.dcsr_model import manifest_tower_config  # that module builds on this one
+
+    in_model = manifest_tower_config(directory, role)
+    if in_model is not None:
+        return in_model
     modules_file = directory / "modules.json"
     max_length = min(model_max_positions, 512)
     if modules_file.is_file():
@@ -120,7 +126,7 @@ def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
 
 
 def load_tower(
-    name_or_path: str, config_overrides: Optional[dict] = None
+    name_or_path: str, config_overrides: Optional[dict] = None, role: str = "query"
 ) -> Tuple[PreTrainedTokenizerBase, PreTrainedModel, EncoderConfig]:
     """Tokenizer, model and config of one tower; adds the ``<sent>`` marker when pooling needs it."""
     path = resolve_model_path(name_or_path)
@@ -140,7 +146,7 @@ def load_tower(
             f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
             f"name while online ({error})"
         ) from error
-    config = infer_config(path, getattr(model.config, "max_position_embeddings", 512))
+    config = infer_config(path, getattr(model.config, "max_position_embeddings", 512), role)
     if config_overrides:
         config = dataclasses.replace(config, **{k: v for k, v in config_overrides.items() if v is not None})
     if config.pooling == "marker":
@@ -191,15 +197,21 @@ def set_marker_row(
             weight[marker_id] = noise.to(weight.device, weight.dtype)
 
 
-def save_tower(directory: Union[str, Path], tokenizer, model, config: EncoderConfig, role: str = "query") -> None:
-    """An HF directory, ``dcsr_encoder.json`` and sentence-transformers' files (``hub``)."""
+def save_tower(
+    directory: Union[str, Path], tokenizer, model, config: EncoderConfig, role: str = "query", own_config: bool = True
+) -> None:
+    """An HF directory, sentence-transformers' files (``hub``) and, for a tower saved alone (``own_config``),
+    ``dcsr_encoder.json``. A tower inside a model directory has none: ``dcsr_model.json`` is its only config."""
     from haystack_dcsr.core.hub import write_sentence_transformers_files
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
-    config.save(directory)
+    if own_config:
+        config.save(directory)
+    else:
+        (directory / CONFIG_NAME).unlink(missing_ok=True)  # a folder saved over must not keep an old copy
     write_sentence_transformers_files(
         directory, config.pooling, config.normalize, config.max_length, model.config.hidden_size, config.level, role
     )

@@ -201,7 +201,7 @@ def save_pipeline(
             elif isinstance(store, FAISSDocumentStore):
                 search = next(
                     (
-                        r._search_for(store, None)
+                        r.engine.search_for(store)
                         for r in components.values()
                         if isinstance(r, DCSRRetriever) and r.document_store is store
                     ),

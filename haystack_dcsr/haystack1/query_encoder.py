@@ -11,8 +11,7 @@ from typing import List, Optional, Union
 import numpy as np
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.core.dcsr_model import ModelFiles
-from haystack_dcsr.core.encoder import QueryTower
+from haystack_dcsr.core.dcsr_model import DCSRModel
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import first_device
@@ -30,7 +29,8 @@ class QueryEncoder(BaseComponent):
 
     :param model: a DCSR model directory (``DCSRModel``: its query tower and settings), a trainer
         output, one HF tower directory (e.g. ``<trainer output>/query_encoder``) or a hub name; the
-        same name as ``DCSRRetriever``'s (``model_name_or_path``, Haystack's older name, is accepted too).
+        same name as ``DCSRRetriever``'s (``model_name_or_path``, Haystack's older name, is accepted too),
+        or a ``DCSRModel`` already loaded (then the settings below are its own).
     :param devices: Haystack's device list; the first is used (``device`` is this package's name).
     :param use_auth_token: a Hugging Face token (or True: the stored one) for a private or gated hub model.
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
@@ -44,7 +44,7 @@ class QueryEncoder(BaseComponent):
 
     def __init__(
         self,
-        model: Optional[str] = None,
+        model: Optional[Union[str, DCSRModel]] = None,
         pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         max_seq_len: Optional[int] = None,
@@ -61,15 +61,22 @@ class QueryEncoder(BaseComponent):
         super().__init__()
         if model is not None and model_name_or_path is not None:
             raise ValueError("QueryEncoder: give model or model_name_or_path (the same thing), not both")
-        device = first_device("QueryEncoder", device, devices)
-        files = ModelFiles.locate(model or model_name_or_path or DEFAULT_MODEL, use_auth_token)
-        self.settings = files.settings  # the model's own (level, pooling, temperature, ...): dcsr_model.json
-        settings = files.settings.tower_overrides("query")
-        given = dict(pooling=pooling, normalize=normalize, max_length=max_seq_len)
-        settings.update({key: value for key, value in given.items() if value is not None})
-        self.tower = QueryTower(
-            files.query_dir, **settings, device=device, use_gpu=use_gpu, precision=precision, quantize=quantize
-        )
+        if isinstance(model, DCSRModel):  # a retriever's own query side: the model it already located
+            self._model = model
+        else:
+            self._model = DCSRModel.from_pretrained(
+                model or model_name_or_path or DEFAULT_MODEL,
+                device=first_device("QueryEncoder", device, devices),
+                use_gpu=use_gpu,
+                precision=precision,
+                quantize=quantize,
+                token=use_auth_token,
+                pooling=pooling,
+                normalize=normalize,
+                max_query_length=max_seq_len,
+            )
+        self.settings = self._model.settings  # level, pooling, temperature, ...: dcsr_model.json, then the node's
+        self.tower = self._model.query_tower
         self.batch_size = batch_size
         self.progress_bar = progress_bar
         self.tower.warm_up()  # int8 compiles when the pipeline loads, not at the first query
@@ -95,5 +102,6 @@ class QueryEncoder(BaseComponent):
         return {"queries": queries, "query_embeddings": self.encode(queries)}, "output_1"
 
     def save(self, directory: Union[str, Path]) -> None:
-        """A HF model directory plus ``dcsr_encoder.json``: load it back with ``QueryEncoder(directory)``."""
+        """A HF model directory plus ``dcsr_encoder.json`` (the tower alone, with its settings): load it back
+        with ``QueryEncoder(directory)``."""
         self.tower.save(directory)

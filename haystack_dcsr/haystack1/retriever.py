@@ -1,8 +1,6 @@
 """DCSRRetriever: sentence vectors in, passages ranked by HasAns out."""
 
 import json
-import logging
-import threading
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
@@ -12,22 +10,18 @@ from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import ModelFiles, model_setting
+from haystack_dcsr.core.dcsr_model import DCSRModel, DCSRSettings, model_setting, save_towers
 from haystack_dcsr.core.encoder import PassageTower
 from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
-from haystack_dcsr.haystack1.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
-from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
+from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach
 from haystack_dcsr.haystack1.sentence_ranking import SENTENCE_TEXTS, SentenceRanker
-from haystack_dcsr.haystack1.sentence_search import SentenceSearch, check_store_dimension, sentence_search_for
-from haystack_dcsr.haystack1.store_guard import guard
-
-logger = logging.getLogger(__name__)
+from haystack_dcsr.haystack1.sentence_search import check_store_dimension
 
 CONFIG_NAME = "dcsr_retriever.json"
 
@@ -106,7 +100,6 @@ class DCSRRetriever(DenseRetriever):
         use_auth_token: Optional[Union[str, bool]] = None,
     ):
         super().__init__()
-        device = first_device("DCSRRetriever", device, devices)
         check_parameters(
             optional=("quantize",),
             quantize=quantize,
@@ -120,37 +113,25 @@ class DCSRRetriever(DenseRetriever):
         )
         if model is not None and (query_model != DEFAULT_MODEL or passage_model or query_encoder):
             raise ValueError("DCSRRetriever: give either model or query_model/passage_model/query_encoder, not both")
-        self.document_store = document_store
-        files = ModelFiles.locate(model or query_model, use_auth_token)  # a missing directory fails now
-        self.query_encoder = query_encoder or QueryEncoder(
-            model or query_model,  # it reads the model's query settings itself (dcsr_model.json wins)
+        # a given QueryEncoder is the query side; the model then supplies the passage tower only
+        source, passage = (
+            (passage_model or query_model, None) if query_encoder else (model or query_model, passage_model)
+        )
+        self.model = DCSRModel.from_pretrained(  # locates the files now (a missing directory fails here)
+            source,
+            device=first_device("DCSRRetriever", device, devices),
+            use_gpu=use_gpu,
+            precision=precision,
+            quantize=quantize,
+            token=use_auth_token,
+            passage=passage,
             pooling=pooling,
             normalize=normalize,
-            max_seq_len=max_query_len,
-            batch_size=batch_size,
-            use_gpu=use_gpu,
-            device=device,
-            precision=precision,
-            progress_bar=progress_bar,
-            quantize=quantize,
-            use_auth_token=use_auth_token,
+            max_query_length=max_query_len,
+            max_passage_length=max_seq_len,
         )
-        if passage_model:
-            files = ModelFiles.locate(passage_model, use_auth_token)
-        self.passage_model = files.passage_dir
-        self._passage_options = {
-            **files.settings.tower_overrides("passage"),
-            "device": device,
-            "use_gpu": use_gpu,
-            "precision": precision,
-            "quantize": quantize,
-        }
-        self._passage_options.update(
-            (key, value)
-            for key, value in dict(pooling=pooling, normalize=normalize, max_length=max_seq_len).items()
-            if value is not None
-        )
-        self._passage_encoder: Optional[PassageTower] = None
+        self.query_encoder = query_encoder or QueryEncoder(self.model, batch_size=batch_size, progress_bar=progress_bar)
+        self.document_store = document_store
         self.top_k = top_k
         self.top_n_sentences = top_n_sentences
         self.temperature = temperature
@@ -159,8 +140,7 @@ class DCSRRetriever(DenseRetriever):
         self.passage_cache_size = passage_cache_size
         self.mark_answer_sentence = mark_answer_sentence
         self.search_params = check_search_params(search_params)
-        self._searches: Dict[tuple, SentenceSearch] = {}
-        self._searches_lock = threading.Lock()
+        self.engine = SentenceEngine(passage_cache_size, self.search_params)
         if document_store is not None:
             check_store_dimension(document_store, self.embedding_dim)
             attach(document_store)
@@ -172,16 +152,19 @@ class DCSRRetriever(DenseRetriever):
         return self.query_encoder.dim
 
     @property
+    def passage_model(self) -> str:
+        return self.model.files.passage_dir
+
+    @property
     def passage_encoder(self) -> PassageTower:
         """Loaded on first use: query-only pipelines never pay for the passage tower."""
-        if self._passage_encoder is None:
-            self._passage_encoder = PassageTower(self.passage_model, **self._passage_options)
-            if self._passage_encoder.dim != self.embedding_dim:
-                raise ValueError(
-                    f"Passage tower {self.passage_model!r} has dimension {self._passage_encoder.dim} but the query "
-                    f"tower has {self.embedding_dim}"
-                )
-        return self._passage_encoder
+        tower = self.model.passage_tower
+        if tower.dim != self.embedding_dim:
+            raise ValueError(
+                f"Passage tower {self.passage_model!r} has dimension {tower.dim} but the query tower has "
+                f"{self.embedding_dim}"
+            )
+        return tower
 
     @property
     def hasans_temperature(self) -> float:
@@ -196,18 +179,9 @@ class DCSRRetriever(DenseRetriever):
         return self._embedder(self.document_store).embed(documents)
 
     def _embedder(self, store: Optional[BaseDocumentStore]) -> PassageEmbedder:
-        def note_embedding():
-            with self._searches_lock:
-                for search in self._searches.values():
-                    search.note_embedding()
-
         return PassageEmbedder(
-            self.passage_encoder, store, self.batch_size, self.progress_bar, on_embedded=note_embedding
+            self.passage_encoder, store, self.batch_size, self.progress_bar, on_embedded=self.engine.note_embedding
         )
-
-    @property
-    def _ranker(self) -> SentenceRanker:
-        return SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
 
     # ---- retrieval ------------------------------------------------------------------------------
 
@@ -240,45 +214,34 @@ class DCSRRetriever(DenseRetriever):
             queries = [queries]
         if headers:
             raise NotImplementedError("DCSRRetriever does not support headers")
-        store = document_store or self.document_store
-        if store is None:
-            raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to retrieve()")
+        store = self._store(document_store, "retrieve()")
         top_k = self.top_k if top_k is None else top_k
         check_parameters(top_k=top_k)
         check_store_dimension(store, self.embedding_dim, written=False)
         per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
         if len(per_query_filters) != len(queries):
             raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
-        search = self._search_for(store, index)
-        store_guard = guard(store)
+        ranker = SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
         results: List[List[Document]] = []
         step = batch_size or max(self.batch_size, 256)
         batches = range(0, len(queries), step)
         for start in tqdm(batches, disable=not self.progress_bar or len(batches) < 2, desc="Querying", unit=" batches"):
             vectors = self.embed_queries(queries[start : start + step])
-            with store_guard.reading():  # never in the middle of a write call (store_guard)
-                results.extend(
-                    self._ranker.search_and_rank(search, vectors, per_query_filters[start : start + step], top_k)
-                )
+            results.extend(
+                self.engine.rank(store, index, ranker, vectors, per_query_filters[start : start + step], top_k)
+            )
         if self.mark_answer_sentence:
             for query, passages in zip(queries, results):
                 sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
-                mark_answer_sentences(
-                    self.embed_queries,
-                    lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size),
-                    query,
-                    passages,
-                    lambda doc: sentences[doc.id],
-                )
+                encode_units = lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size)  # noqa: E731
+                mark_answer_sentences(self.embed_queries, encode_units, query, passages, lambda doc: sentences[doc.id])
         return results
 
-    def _search_for(self, store: BaseDocumentStore, index: Optional[str]) -> SentenceSearch:
-        key = (id(store), index or store.index)
-        attach(store)
-        with self._searches_lock:
-            if key not in self._searches:
-                self._searches[key] = sentence_search_for(store, index, self.passage_cache_size, self.search_params)
-            return self._searches[key]
+    def _store(self, given: Optional[BaseDocumentStore], where: str) -> BaseDocumentStore:
+        store = given or self.document_store
+        if store is None:
+            raise ValueError(f"DCSRRetriever has no document store: pass one to __init__ or to {where}")
+        return store
 
     # ---- maintenance ----------------------------------------------------------------------------
 
@@ -286,9 +249,7 @@ class DCSRRetriever(DenseRetriever):
         """Forget what this retriever read from its stores (vector maps, cached passages). It notices
         its own writes and Haystack's, and checks results against the store; call this after
         another process rebuilt the index in place."""
-        with self._searches_lock:
-            for search in self._searches.values():
-                search.invalidate()
+        self.engine.refresh()
 
     def save_index_map(
         self,
@@ -301,16 +262,7 @@ class DCSRRetriever(DenseRetriever):
         then answers its first query without reading every sentence row from SQL; the map is
         checked against the index and SQL first and ignored if it does not match.
         """
-        from haystack_dcsr.haystack1.sentence_map import MAP_SUFFIX
-        from haystack_dcsr.haystack1.sentence_search import FaissSentenceSearch
-
-        store = document_store or self.document_store
-        search = self._search_for(store, index) if store is not None else None
-        if not isinstance(search, FaissSentenceSearch):
-            raise ValueError("save_index_map needs a FAISSDocumentStore (other stores keep no vector map)")
-        path = Path(f"{index_path}{MAP_SUFFIX}")
-        search.save_map(path)
-        return path
+        return self.engine.save_map(self._store(document_store, "save_index_map()"), index, index_path)
 
     def train_index(
         self,
@@ -331,24 +283,23 @@ class DCSRRetriever(DenseRetriever):
         return how many sentence Documents went. Unlike ``store.delete_documents`` on a FAISS Flat
         index, the remaining vectors keep pointing at the right sentences (see
         ``passage_deletion``), so no re-embedding is needed."""
-        store = document_store or self.document_store
-        if store is None:
-            raise ValueError("DCSRRetriever has no document store: pass one to __init__ or to delete_passages()")
-        search = self._search_for(store, index)
-        with guard(store).writing():
-            if hasattr(search, "current_map"):
-                search.current_map()  # refuse an index that is already out of sync, before deleting anything
-            deleted = delete_passages(store, passage_ids, index)
-            self.refresh()
-        return deleted
+        return self.engine.delete_passages(self._store(document_store, "delete_passages()"), index, passage_ids)
 
     # ---- persistence ----------------------------------------------------------------------------
 
     def save(self, save_dir: Union[Path, str]) -> None:
-        """``query_encoder/`` and ``passage_encoder/`` HF directories plus ``dcsr_retriever.json``."""
-        save_dir = Path(save_dir)
-        self.query_encoder.save(save_dir / "query_encoder")
-        self.passage_encoder.save(save_dir / "passage_encoder")
+        """A model directory (``DCSRModel``: both towers and ``dcsr_model.json``) plus this node's own
+        settings in ``dcsr_retriever.json``; ``DCSRRetriever.load`` (or ``model=save_dir``) reads it back."""
+        settings = DCSRSettings.paired(
+            self.query_encoder.settings, self.model.settings, "query encoder", self.passage_model
+        )
+        save_towers(
+            save_dir,
+            settings,
+            self.query_encoder.tower,
+            self.passage_encoder,
+            splitter_file=self.model.files.splitter_file,
+        )
         config = {
             "top_k": self.top_k,
             "top_n_sentences": self.top_n_sentences,
@@ -357,27 +308,15 @@ class DCSRRetriever(DenseRetriever):
             "passage_cache_size": self.passage_cache_size,
             "search_params": self.search_params,
         }
-        (save_dir / CONFIG_NAME).write_text(json.dumps(config, indent=1))
+        (Path(save_dir) / CONFIG_NAME).write_text(json.dumps(config, indent=1))
 
     @classmethod
     def load(
         cls, load_dir: Union[Path, str], document_store: Optional[BaseDocumentStore] = None, **kwargs
     ) -> "DCSRRetriever":
-        load_dir = Path(load_dir)
-        config_file = load_dir / CONFIG_NAME
+        """A retriever written by ``save`` (older ones, whose towers carry their own settings, too)."""
+        config_file = Path(load_dir) / CONFIG_NAME
         if not config_file.is_file():
             raise FileNotFoundError(f"{config_file} not found: not a directory written by DCSRRetriever.save")
         config = {**json.loads(config_file.read_text()), **kwargs}
-        return cls(
-            document_store=document_store,
-            query_model=str(load_dir / "query_encoder"),
-            passage_model=str(load_dir / "passage_encoder"),
-            **config,
-        )
-
-
-def attach(document_store: BaseDocumentStore) -> None:
-    """What a store gains by serving a DCSRRetriever: its writes wait for queries and the reverse
-    (``store_guard``), and a re-written passage leaves no sentences of its old version behind
-    (``passage_writes``)."""
-    keep_passages_whole(document_store, guard(document_store))
+        return cls(document_store=document_store, model=str(load_dir), **config)

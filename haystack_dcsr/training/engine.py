@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles, write_manifest
+from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles, save_towers
 from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower, Window
 from haystack_dcsr.core.hub import model_card
 from haystack_dcsr.core.models import pick_dtype
@@ -58,18 +58,24 @@ class DualEncoder(torch.nn.Module):
 
 
 def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageTower]:
-    """Both towers with the config's pooling; normalisation and temperature default to the base
-    model's own (cosine / 0.05 for sentence-transformers models, raw dot / 1.0 otherwise)."""
-    common = dict(
-        pooling=config.resolved_pooling,
-        normalize=config.normalize,
-        temperature=config.temperature,
-        device=str(device),
-        precision="fp32",
-    )
+    """Both towers with the config's pooling and lengths; normalisation and temperature default to the
+    starting model's own settings (``ModelFiles``: cosine / 0.05 for sentence-transformers models, raw dot /
+    1.0 otherwise, a DCSR model's ``dcsr_model.json``)."""
     sources = tower_sources(config)
-    query = QueryTower(sources["query"], max_length=config.max_query_len, **common)
-    passage = PassageTower(sources["passage"], max_length=config.max_passage_len, level=config.level, **common)
+
+    def settings(role: str) -> Dict:
+        model = ModelFiles.locate(sources[role]).settings.given(
+            pooling=config.resolved_pooling,
+            normalize=config.normalize,
+            temperature=config.temperature,
+            level=config.level,
+            max_query_length=config.max_query_len,
+            max_passage_length=config.max_passage_len,
+        )
+        return dict(model.tower_overrides(role), device=str(device), precision="fp32")
+
+    query = QueryTower(sources["query"], **settings("query"))
+    passage = PassageTower(sources["passage"], **settings("passage"))
     if query.config.temperature != passage.config.temperature:
         # towers from two bases can default differently; the model has one temperature, and it is the one
         # the loss trains with, validation ranks with and dcsr_model.json records: the query tower's, as served
@@ -455,15 +461,17 @@ class Trainer:
     # ---- persistence ----------------------------------------------------------------------------
 
     def save_encoders(self, directory: Path) -> None:
-        """A DCSRModel directory: both HF tower directories (each loads alone too) and ``dcsr_model.json``."""
+        """A DCSRModel directory: both HF tower directories and ``dcsr_model.json``, their one config."""
         if not self.dist.main:
             return
+        settings = dataclasses.replace(
+            DCSRSettings.from_towers(self.query.config, self.passage.config),
+            max_query_length=self.query.config.max_length,
+        )
         with contextlib.ExitStack() as folded:  # trained marker offsets go into the saved embedding rows
             for offset in self.markers.values():
                 folded.enter_context(offset.folded())
-            self.query.save(directory / "query_encoder")
-            self.passage.save(directory / "passage_encoder")
-        write_manifest(directory, DCSRSettings.from_towers(self.query.config, self.passage.config))
+            save_towers(directory, settings, self.query, self.passage)
         in_batch = ("accuracy", "average_rank", "questions")
         metrics = {
             f"dev {'in-batch ' if k in in_batch else ''}{k}": round(v, 4) if isinstance(v, float) else v

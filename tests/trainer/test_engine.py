@@ -87,9 +87,9 @@ def test_dpr_mode_and_qq_loss_train_and_serve_whole_passages(bert, tmp_path):
     assert trainer.passage.config.pooling == "cls"
 
     last = tmp_path / "run" / "last"
-    saved = json.loads((last / "passage_encoder" / "dcsr_encoder.json").read_text())
+    saved = json.loads((last / "dcsr_model.json").read_text())  # a DCSRModel directory, its towers' one config
     assert saved["level"] == "passage" and saved["pooling"] == "cls"
-    assert json.loads((last / "dcsr_model.json").read_text())["level"] == "passage"  # a DCSRModel directory
+    assert not (last / "passage_encoder" / "dcsr_encoder.json").exists()
     retriever = DCSRRetriever(model=str(last), precision="fp32", progress_bar=False)
     retriever.document_store = store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
     passages = [Document(content=r.positives[0].text, id=r.positives[0].key) for r in records]

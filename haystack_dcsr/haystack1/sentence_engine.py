@@ -1,0 +1,96 @@
+"""The Haystack 1.x sentence engine behind ``DCSRRetriever``: what a retriever keeps per document store.
+
+One ``SentenceSearch`` per (store, index) with its vector map and passage cache (``sentence_search``), the
+ranking of their hits under the store's read guard (``sentence_ranking``, ``store_guard``), and the store
+maintenance a retriever offers: forgetting what it read, saving the vector map, deleting passages. The
+retriever node encodes queries and passages and delegates the rest here.
+"""
+
+import threading
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Union
+
+import numpy as np
+from haystack.document_stores.base import BaseDocumentStore, FilterType
+from haystack.schema import Document
+
+from haystack_dcsr.haystack1.passage_deletion import delete_passages
+from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
+from haystack_dcsr.haystack1.sentence_map import MAP_SUFFIX
+from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker
+from haystack_dcsr.haystack1.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
+from haystack_dcsr.haystack1.store_guard import guard
+
+
+class SentenceEngine:
+    """The searches of one retriever, one per (store, index), safe to share between threads.
+
+    :param cache_size: assembled passages each search keeps (LRU) between queries.
+    :param search_params: FAISS search settings applied per query (``check_search_params``).
+    """
+
+    def __init__(self, cache_size: int, search_params: Optional[Mapping[str, float]]):
+        self.cache_size = cache_size
+        self.search_params = search_params
+        self._searches: Dict[tuple, SentenceSearch] = {}
+        self._lock = threading.Lock()
+
+    def search_for(self, store: BaseDocumentStore, index: Optional[str] = None) -> SentenceSearch:
+        attach(store)
+        key = (id(store), index or store.index)
+        with self._lock:
+            if key not in self._searches:
+                self._searches[key] = sentence_search_for(store, index, self.cache_size, self.search_params)
+            return self._searches[key]
+
+    def rank(
+        self,
+        store: BaseDocumentStore,
+        index: Optional[str],
+        ranker: SentenceRanker,
+        vectors: np.ndarray,
+        filters: List[Optional[FilterType]],
+        top_k: int,
+    ) -> List[List[Document]]:
+        """Each query vector's top ``top_k`` passages, never in the middle of a write call (``store_guard``)."""
+        search = self.search_for(store, index)
+        with guard(store).reading():
+            return ranker.search_and_rank(search, vectors, filters, top_k)
+
+    def note_embedding(self) -> None:
+        """New vectors were written: each search extends its map by the new rows when it next runs."""
+        with self._lock:
+            for search in self._searches.values():
+                search.note_embedding()
+
+    def refresh(self) -> None:
+        """Forget every vector map and cached passage (another process rebuilt an index in place)."""
+        with self._lock:
+            for search in self._searches.values():
+                search.invalidate()
+
+    def save_map(self, store: BaseDocumentStore, index: Optional[str], index_path: Union[str, Path]) -> Path:
+        search = self.search_for(store, index)
+        if not isinstance(search, FaissSentenceSearch):
+            raise ValueError("save_index_map needs a FAISSDocumentStore (other stores keep no vector map)")
+        path = Path(f"{index_path}{MAP_SUFFIX}")
+        search.save_map(path)
+        return path
+
+    def delete_passages(self, store: BaseDocumentStore, index: Optional[str], passage_ids: List[str]) -> int:
+        """Every sentence Document of each passage, under the store's write guard; an index already out of
+        sync is refused before anything is deleted."""
+        search = self.search_for(store, index)
+        with guard(store).writing():
+            if isinstance(search, FaissSentenceSearch):
+                search.current_map()
+            deleted = delete_passages(store, passage_ids, index)
+            self.refresh()
+        return deleted
+
+
+def attach(document_store: BaseDocumentStore) -> None:
+    """What a store gains by serving a DCSRRetriever: its writes wait for queries and the reverse
+    (``store_guard``), and a re-written passage leaves no sentences of its old version behind
+    (``passage_writes``)."""
+    keep_passages_whole(document_store, guard(document_store))
