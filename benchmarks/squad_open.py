@@ -2,9 +2,11 @@
 
 Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   bm25         embedded Lucene BM25 (SparseBM25DocumentStore + Haystack's BM25Retriever)
-  er           Haystack EmbeddingRetriever, all-MiniLM-L6-v2 zero-shot (one vector per passage)
+  er[:DIR]     Haystack EmbeddingRetriever, zero-shot (one vector per passage): all-MiniLM-L6-v2, or the
+               sentence-transformers model in DIR (e.g. all-mpnet-base-v2: benchmarks/lib/fetch_mpnet.sh)
   dcsr-zero    DCSRRetriever, all-MiniLM-L6-v2 zero-shot, mean pooling, HasAns
-  dcsr:DIR     DCSRRetriever with a trainer output (a DCSRModel directory, or query_encoder/ + passage_encoder/)
+  dcsr:DIR     DCSRRetriever with a trainer output (a DCSRModel directory, or query_encoder/ + passage_encoder/), or
+               zero-shot with one sentence-transformers model (its own pooling and normalisation, e.g. mpnet)
   dpr:DIR      the same for a passage-level (DPR) trainer output: the model says to index passages unsplit
   dcsr-zero-int8, dcsr-int8:DIR, dpr-int8:DIR   the same towers encoding with quantize="int8" (index and queries)
   hybrid:A+B   score fusion of two systems above: 0.5 * min-max HasAns/score(A) + 0.5 * min-max BM25(B)
@@ -72,9 +74,10 @@ from plot import accuracy_svg  # noqa: E402
 from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
+from haystack_dcsr.core.dcsr_model import ModelFiles  # noqa: E402
 from haystack_dcsr.core.hasans import hasans_of_key, score_passages  # noqa: E402
 from haystack_dcsr.core.int8 import QUANTIZE_MODES  # noqa: E402
-from haystack_dcsr.core.models import resolve_model_path  # noqa: E402
+from haystack_dcsr.core.models import DEFAULT_MODEL, resolve_model_path  # noqa: E402
 
 FUSION_OF_KIND = {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}  # evaluation.FusionMode
 INT8 = "-int8"  # a DCSR kind's suffix: its towers encode with quantize="int8"
@@ -83,6 +86,12 @@ DEFAULT_SYSTEMS = ["BM25=bm25", "EmbeddingRetriever zero-shot=er", "DCSR zero-sh
 
 def copies(passages: List[Document]) -> List[Document]:
     return [Document(content=d.content, id=d.id, meta=dict(d.meta)) for d in passages]
+
+
+def model_width(model: str) -> int:
+    """The vector width of a model directory or name (its query tower's ``hidden_size``), without loading it."""
+    query_dir = ModelFiles.locate(model).query_dir
+    return json.loads((Path(query_dir) / "config.json").read_text())["hidden_size"]
 
 
 class System:
@@ -99,9 +108,10 @@ class System:
             self.store.write_documents(copies(passages))
             self.retriever = BM25Retriever(document_store=self.store, scale_score=False)
         elif kind == "er":
-            self.store = faiss_store(workdir / "er.db")
+            model = target or resolve_model_path("all-MiniLM-L6-v2")
+            self.store = faiss_store(workdir / "er.db", model_width(model))
             self.retriever = EmbeddingRetriever(
-                embedding_model=resolve_model_path("all-MiniLM-L6-v2"),
+                embedding_model=model,
                 document_store=self.store,
                 use_gpu=False,
                 progress_bar=False,
@@ -110,7 +120,7 @@ class System:
             self.store.write_documents(copies(passages))
             self.store.update_embeddings(self.retriever)
         elif kind in ("dcsr-zero", "dcsr", "dpr"):
-            self.store = faiss_store(workdir / f"{kind}.db")
+            self.store = faiss_store(workdir / f"{kind}.db", model_width(target or DEFAULT_MODEL))
             if kind == "dcsr-zero":
                 self.retriever = DCSRRetriever(
                     document_store=self.store, pooling="mean", use_gpu=False, progress_bar=False, quantize=quantize

@@ -16,6 +16,12 @@ systems=(
   "EmbeddingRetriever zero-shot=er"
   "DCSR zero-shot=dcsr-zero"
 )
+# what a Haystack user would pick instead: all-mpnet-base-v2 through EmbeddingRetriever, beside DCSR zero-shot on the
+# same base (~50 min of mpnet encoding per system on 2 cores; benchmarks/lib/fetch_mpnet.sh fetches it)
+if [ -f runs/bases/all-mpnet-base-v2/model.safetensors ]; then
+  systems+=("EmbeddingRetriever zero-shot, mpnet=er:runs/bases/all-mpnet-base-v2"
+            "DCSR zero-shot, mpnet=dcsr:runs/bases/all-mpnet-base-v2")
+fi
 with_hybrids() {  # RUN NAME LABEL: a trained DCSR run, then its BM25 hybrids (min-max, and HasAns kept as a probability)
   if [ -d "runs/$1/last" ]; then
     systems+=("$2=dcsr:runs/$1/last" "Hybrid $3 + BM25=hybrid:$2+BM25" "Hybrid $3 + BM25, HasAns as is=hybrid-hasans:$2+BM25")

