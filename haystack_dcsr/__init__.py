@@ -9,9 +9,10 @@ YAML pipelines can name them (``type: DCSRRetriever``, ``type: SentencePreproces
 
 from importlib import metadata
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, DCSRSettings
+from haystack_dcsr.core.dcsr_model import DCSRModel
 from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
 from haystack_dcsr.core.index_presets import INDEX_PRESETS, IndexPreset
+from haystack_dcsr.core.model_settings import DCSRSettings
 from haystack_dcsr.core.splitting import SentenceSplitter
 
 __all__ = [

@@ -8,7 +8,8 @@ from haystack.schema import Document
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRModel, DCSRRetriever, QueryEncoder, SentencePreprocessor
-from haystack_dcsr.core.dcsr_model import MODEL_FILE, DCSRSettings, ModelFiles, write_manifest
+from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.model_settings import MODEL_FILE, DCSRSettings, write_manifest
 
 PASSAGES = [
     ["Paris is the capital of France.", "The Eiffel Tower was completed in 1889."],

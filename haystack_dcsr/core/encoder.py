@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from haystack_dcsr.core.int8 import Quantize, default_device, quantized, warm_up
+from haystack_dcsr.core.model_settings import manifest_tower_config
 from haystack_dcsr.core.models import (
     DEFAULT_MODEL,
     Level,
@@ -67,7 +68,8 @@ class Tower:
         overrides = dict(
             pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level
         )
-        self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides, self.role)
+        in_model = manifest_tower_config(Path(model_name_or_path), self.role)  # a tower folder of a model directory
+        self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides, in_model)
         self.model_name_or_path = model_name_or_path
         self.device = pick_device(default_device(device, quantize), use_gpu)
         self.dtype = pick_dtype(self.device, precision)

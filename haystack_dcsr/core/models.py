@@ -94,19 +94,14 @@ def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = No
         ) from error
 
 
-def infer_config(path: str, model_max_positions: int, role: str = "query") -> EncoderConfig:
-    """Read ``dcsr_encoder.json``; else, for a tower folder of a model directory, the ``dcsr_model.json``
-    beside it (as the ``role`` tower); otherwise infer from a sentence-transformers layout or default to
-    DCSR's marker pooling for a plain HF model."""
+def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
+    """Read ``dcsr_encoder.json``; otherwise infer from a sentence-transformers layout or default
+    to DCSR's marker pooling for a plain HF model. (A tower folder of a model directory has neither:
+    ``Tower`` reads the ``dcsr_model.json`` beside it first, ``model_settings.manifest_tower_config``.)"""
     directory = Path(path)
     config_file = directory / CONFIG_NAME
     if config_file.is_file():
         return EncoderConfig(**json.loads(config_file.read_text()))
-    from haystack_dcsr.core.dcsr_model import manifest_tower_config  # that module builds on this one
-
-    in_model = manifest_tower_config(directory, role)
-    if in_model is not None:
-        return in_model
     modules_file = directory / "modules.json"
     max_length = min(model_max_positions, 512)
     if modules_file.is_file():
@@ -126,9 +121,10 @@ def infer_config(path: str, model_max_positions: int, role: str = "query") -> En
 
 
 def load_tower(
-    name_or_path: str, config_overrides: Optional[dict] = None, role: str = "query"
+    name_or_path: str, config_overrides: Optional[dict] = None, config: Optional[EncoderConfig] = None
 ) -> Tuple[PreTrainedTokenizerBase, PreTrainedModel, EncoderConfig]:
-    """Tokenizer, model and config of one tower; adds the ``<sent>`` marker when pooling needs it."""
+    """Tokenizer, model and config of one tower (``config``: its settings when known, else read from the
+    folder by ``infer_config``); adds the ``<sent>`` marker when pooling needs it."""
     path = resolve_model_path(name_or_path)
     if os.path.isdir(path) and not (Path(path) / "config.json").is_file():
         raise OSError(
@@ -146,7 +142,7 @@ def load_tower(
             f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
             f"name while online ({error})"
         ) from error
-    config = infer_config(path, getattr(model.config, "max_position_embeddings", 512), role)
+    config = config or infer_config(path, getattr(model.config, "max_position_embeddings", 512))
     if config_overrides:
         config = dataclasses.replace(config, **{k: v for k, v in config_overrides.items() if v is not None})
     if config.pooling == "marker":

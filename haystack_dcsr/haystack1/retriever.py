@@ -10,11 +10,12 @@ from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, DCSRSettings, model_setting, save_towers
+from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
 from haystack_dcsr.core.encoder import PassageTower
 from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
 from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder

@@ -12,9 +12,10 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils.deserialization import deserialize_component_inplace
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles, model_setting
+from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES, rank_hits
 from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.model_settings import model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.core.sentence_units import (

@@ -21,9 +21,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles, save_towers
+from haystack_dcsr.core.dcsr_model import ModelFiles, save_towers
 from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower, Window
 from haystack_dcsr.core.hub import model_card
+from haystack_dcsr.core.model_settings import DCSRSettings
 from haystack_dcsr.core.models import pick_dtype
 from haystack_dcsr.training.checkpoints import Checkpoints, seed_everything
 from haystack_dcsr.training.config import TrainConfig

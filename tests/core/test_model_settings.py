@@ -7,8 +7,9 @@ import json
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRModel
-from haystack_dcsr.core.dcsr_model import MODEL_FILE, DCSRSettings, ModelFiles, model_setting
+from haystack_dcsr.core.dcsr_model import ModelFiles
 from haystack_dcsr.core.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.model_settings import MODEL_FILE, DCSRSettings, model_setting
 from haystack_dcsr.core.models import CONFIG_NAME
 
 

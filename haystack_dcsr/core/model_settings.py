@@ -1,0 +1,200 @@
+"""The settings a DCSR model owns, and ``dcsr_model.json``, the file that holds them.
+
+``DCSRSettings`` is what every stage reads from the model rather than from its own parameters;
+``model_setting`` is the one rule by which a node parameter overrides one. The manifest names the tower
+folders and carries the settings; it is their only copy, so a tower folder read alone (by ``ModelFiles``,
+or by a tower itself: ``manifest_tower_config``) takes its settings from the manifest beside it. This
+module knows no towers' weights, so the towers (``encoder``) and the model (``dcsr_model``) both build on it.
+"""
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, Literal, Optional, Tuple, Union
+
+from haystack_dcsr.core.models import CONFIG_NAME, EncoderConfig, Level, Pooling
+
+logger = logging.getLogger(__name__)
+
+MODEL_FILE = "dcsr_model.json"
+QUERY_DIR, PASSAGE_DIR = "query_encoder", "passage_encoder"
+FORMAT_VERSION = 1
+_WARNED: set = set()  # tower files already named as disagreeing with their manifest
+
+
+@dataclasses.dataclass
+class DCSRSettings:
+    """What every stage reads from the model rather than from its own parameters.
+
+    :param level: ``sentence`` (DCSR: one vector per sentence, the passage read whole) or
+        ``passage`` (DPR-style: one vector per unsplit passage; the splitter is then off).
+    :param pooling: ``marker`` (hidden state at each ``<sent>``), ``mean`` or ``cls``.
+    :param normalize: L2-normalised vectors (cosine geometry).
+    :param temperature: the HasAns softmax temperature matching the towers' score scale.
+    :param max_query_length: tokens per query.
+    :param max_passage_length: tokens per passage window.
+    :param language: the sentence splitter's language (``SentenceSplitter``).
+    :param min_words: the sentence splitter's merge threshold (``SentenceSplitter``).
+    """
+
+    level: Level = "sentence"
+    pooling: Pooling = "marker"
+    normalize: bool = False
+    temperature: float = 1.0
+    max_query_length: int = 64
+    max_passage_length: int = 512
+    language: str = "english"
+    min_words: int = 0
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        if self.format_version > FORMAT_VERSION:
+            raise ValueError(
+                f"This model directory has format version {self.format_version}, newer than this haystack-dcsr reads "
+                f"({FORMAT_VERSION}): upgrade haystack-dcsr"
+            )
+        EncoderConfig(
+            pooling=self.pooling,
+            normalize=self.normalize,
+            max_length=self.max_passage_length,
+            temperature=self.temperature,
+            level=self.level,
+        )  # validates the shared values
+
+    @property
+    def split_sentences(self) -> bool:
+        return self.level == "sentence"
+
+    @classmethod
+    def from_towers(cls, query: EncoderConfig, passage: EncoderConfig) -> "DCSRSettings":
+        """Settings of an older layout, read from its towers' own configs (which must agree)."""
+        for name in ("pooling", "normalize", "marker"):  # level describes the passage tower only
+            if getattr(query, name) != getattr(passage, name):
+                raise ValueError(
+                    f"The query and passage towers disagree on {name} ({getattr(query, name)!r} vs "
+                    f"{getattr(passage, name)!r}): their vectors would not be comparable"
+                )
+        return cls(
+            level=passage.level,
+            pooling=passage.pooling,
+            normalize=passage.normalize,
+            temperature=query.temperature,
+            max_query_length=min(64, query.max_length),
+            max_passage_length=passage.max_length,
+        )
+
+    @classmethod
+    def paired(
+        cls, query: "DCSRSettings", passage: "DCSRSettings", query_name: str, passage_name: str
+    ) -> "DCSRSettings":
+        """One model's settings from a query side and a passage side: the query side's temperature and query
+        length, the passage side's level, passage length and splitter; they must pool and normalise alike."""
+        for name in ("pooling", "normalize"):
+            if getattr(query, name) != getattr(passage, name):
+                raise ValueError(
+                    f"The {query_name} and the passage model {passage_name!r} disagree on {name} "
+                    f"({getattr(query, name)!r} vs {getattr(passage, name)!r}): their vectors would not be comparable"
+                )
+        return dataclasses.replace(passage, temperature=query.temperature, max_query_length=query.max_query_length)
+
+    def given(self, **values: Any) -> "DCSRSettings":
+        """These settings with the values a node was given in their place (``model_setting`` for each)."""
+        return dataclasses.replace(self, **{name: model_setting(value, self, name) for name, value in values.items()})
+
+    def tower_overrides(self, role: Literal["query", "passage"]) -> Dict[str, Any]:
+        length = self.max_query_length if role == "query" else self.max_passage_length
+        return dict(
+            pooling=self.pooling,
+            normalize=self.normalize,
+            temperature=self.temperature,
+            level=self.level,
+            max_length=length,
+        )
+
+
+def model_setting(given: Any, settings: DCSRSettings, name: str) -> Any:
+    """The one precedence rule between a node parameter and the model's own setting: a value given to the
+    node (not None) wins for that node; None means the model's (``dcsr_model.json``). Every adapter reads
+    temperature and the like through this."""
+    return getattr(settings, name) if given is None else given
+
+
+def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: bool = False) -> None:
+    """``dcsr_model.json`` beside ``query_encoder/`` (and ``passage_encoder/`` unless ``shared``): what
+    makes a directory a DCSRModel. The trainer calls it after saving both towers."""
+    state: Dict[str, Any] = {
+        "query": QUERY_DIR,
+        "passage": None if shared else PASSAGE_DIR,
+        **dataclasses.asdict(settings),
+    }
+    (Path(directory) / MODEL_FILE).write_text(json.dumps(state, indent=1))
+
+
+def read_manifest(root: Path) -> Tuple[str, str, DCSRSettings]:
+    """The tower folders and settings ``dcsr_model.json`` names."""
+    manifest = root / MODEL_FILE
+    state = json.loads(manifest.read_text())
+    unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
+    if unknown:
+        raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
+    query = _inside(root, state.pop("query", QUERY_DIR), manifest)
+    passage = state.pop("passage", None)
+    passage = _inside(root, passage, manifest) if passage else query
+    settings = DCSRSettings(**state)
+    _warn_where_towers_disagree(manifest, settings, {"query": query, "passage": passage})
+    return query, passage, settings
+
+
+def manifest_tower_config(directory: Path, role: str) -> Optional[EncoderConfig]:
+    """The config of a tower folder inside a model directory, read from the ``dcsr_model.json`` beside it as
+    its ``role`` tower (None when the folder is not one of that model's towers)."""
+    root = directory.parent
+    if not directory.is_dir() or (directory / CONFIG_NAME).is_file() or not (root / MODEL_FILE).is_file():
+        return None  # a hub name, a tower with its own config (older layouts), or no model directory around it
+    query, passage, settings = read_manifest(root)
+    if directory.resolve() not in (Path(query).resolve(), Path(passage).resolve()):
+        return None
+    return EncoderConfig(**settings.tower_overrides(role))
+
+
+def _warn_where_towers_disagree(manifest: Path, settings: DCSRSettings, towers: Dict[str, str]) -> None:
+    """Towers saved before this version carry their own ``dcsr_encoder.json``; inside a model directory it is
+    not a second owner: ``dcsr_model.json`` wins. A tower file that says otherwise (edited by hand, copied from
+    another run) is named, so the difference is not silent."""
+    for role, directory in towers.items():
+        own = Path(directory) / CONFIG_NAME
+        if not own.is_file():
+            continue
+        tower = json.loads(own.read_text())
+        differ = [
+            f"{name} {tower[name]!r} (model: {value!r})"
+            for name, value in (
+                ("pooling", settings.pooling),
+                ("normalize", settings.normalize),
+                ("temperature", settings.temperature),
+            )
+            if name in tower and tower[name] != value
+        ]
+        warning = (str(manifest.resolve()), role, tuple(differ))
+        if differ and warning not in _WARNED:  # once per process: the adapters locate a model more than once
+            _WARNED.add(warning)
+            logger.warning(
+                "%s: the %s tower's %s says %s; %s wins (it owns these settings)",
+                manifest.parent,
+                role,
+                CONFIG_NAME,
+                ", ".join(differ),
+                MODEL_FILE,
+            )
+
+
+def _inside(root: Path, relative: str, manifest: Path) -> str:
+    """A tower folder named in ``dcsr_model.json``: a path inside the model directory, nothing else (a
+    model must not load weights or tokenizers from elsewhere on the machine)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+        raise ValueError(f"{manifest}: tower folder {relative!r} must be a relative path inside the model directory")
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise ValueError(f"{manifest}: tower folder {relative!r} points outside the model directory {root}")
+    return str(root / relative)
