@@ -34,12 +34,12 @@ from haystack_dcsr.core.model_settings import (  # noqa: F401 (re-exported: the 
     PASSAGE_DIR,
     QUERY_DIR,
     DCSRSettings,
+    enclosing_model_settings,
     model_setting,
     read_manifest,
     write_manifest,
 )
 from haystack_dcsr.core.models import (
-    CONFIG_NAME,
     DEFAULT_MODEL,
     EncoderConfig,
     Precision,
@@ -85,12 +85,12 @@ class ModelFiles:
         if manifest.is_file():
             query, passage, settings = read_manifest(root)
             return cls(query, passage, settings, splitter)
-        if (root.parent / MODEL_FILE).is_file() and not (root / CONFIG_NAME).is_file():
-            # one tower folder of a model directory, given alone: the model's settings, this tower's weights
-            query, passage, settings = read_manifest(root.parent)
-            if root.resolve() in (Path(query).resolve(), Path(passage).resolve()):
-                parent_splitter = root.parent / SPLITTER_FILE
-                return cls(str(root), str(root), settings, str(parent_splitter) if parent_splitter.is_file() else None)
+        in_model = enclosing_model_settings(root)
+        if (
+            in_model is not None
+        ):  # one tower folder of a model directory, given alone: its weights, the model's settings
+            parent_splitter = root.parent / SPLITTER_FILE
+            return cls(str(root), str(root), in_model, str(parent_splitter) if parent_splitter.is_file() else None)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
             query, passage = root / QUERY_DIR, root / PASSAGE_DIR
         else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)

@@ -69,12 +69,8 @@ class DCSRSettings:
     @classmethod
     def from_towers(cls, query: EncoderConfig, passage: EncoderConfig) -> "DCSRSettings":
         """Settings of an older layout, read from its towers' own configs (which must agree)."""
-        for name in ("pooling", "normalize", "marker"):  # level describes the passage tower only
-            if getattr(query, name) != getattr(passage, name):
-                raise ValueError(
-                    f"The query and passage towers disagree on {name} ({getattr(query, name)!r} vs "
-                    f"{getattr(passage, name)!r}): their vectors would not be comparable"
-                )
+        # level describes the passage tower only
+        _refuse_disagreement(query, passage, ("pooling", "normalize", "marker"), "The query and passage towers")
         return cls(
             level=passage.level,
             pooling=passage.pooling,
@@ -90,12 +86,9 @@ class DCSRSettings:
     ) -> "DCSRSettings":
         """One model's settings from a query side and a passage side: the query side's temperature and query
         length, the passage side's level, passage length and splitter; they must pool and normalise alike."""
-        for name in ("pooling", "normalize"):
-            if getattr(query, name) != getattr(passage, name):
-                raise ValueError(
-                    f"The {query_name} and the passage model {passage_name!r} disagree on {name} "
-                    f"({getattr(query, name)!r} vs {getattr(passage, name)!r}): their vectors would not be comparable"
-                )
+        _refuse_disagreement(
+            query, passage, ("pooling", "normalize"), f"The {query_name} and the passage model {passage_name!r}"
+        )
         return dataclasses.replace(passage, temperature=query.temperature, max_query_length=query.max_query_length)
 
     def given(self, **values: Any) -> "DCSRSettings":
@@ -111,6 +104,16 @@ class DCSRSettings:
             level=self.level,
             max_length=length,
         )
+
+
+def _refuse_disagreement(query: Any, passage: Any, names: Tuple[str, ...], sides: str) -> None:
+    """Two sides of one model must encode alike: the first of ``names`` they differ on is refused."""
+    for name in names:
+        if getattr(query, name) != getattr(passage, name):
+            raise ValueError(
+                f"{sides} disagree on {name} ({getattr(query, name)!r} vs {getattr(passage, name)!r}): their vectors "
+                "would not be comparable"
+            )
 
 
 def model_setting(given: Any, settings: DCSRSettings, name: str) -> Any:
@@ -146,16 +149,21 @@ def read_manifest(root: Path) -> Tuple[str, str, DCSRSettings]:
     return query, passage, settings
 
 
-def manifest_tower_config(directory: Path, role: str) -> Optional[EncoderConfig]:
-    """The config of a tower folder inside a model directory, read from the ``dcsr_model.json`` beside it as
-    its ``role`` tower (None when the folder is not one of that model's towers)."""
+def enclosing_model_settings(directory: Path) -> Optional[DCSRSettings]:
+    """The settings of the model directory a tower folder sits in, read from the ``dcsr_model.json`` beside it
+    when that manifest names the folder as one of its towers; None for a hub name, a tower with its own
+    config (older layouts), or a folder with no model directory around it."""
     root = directory.parent
     if not directory.is_dir() or (directory / CONFIG_NAME).is_file() or not (root / MODEL_FILE).is_file():
-        return None  # a hub name, a tower with its own config (older layouts), or no model directory around it
-    query, passage, settings = read_manifest(root)
-    if directory.resolve() not in (Path(query).resolve(), Path(passage).resolve()):
         return None
-    return EncoderConfig(**settings.tower_overrides(role))
+    query, passage, settings = read_manifest(root)
+    return settings if directory.resolve() in (Path(query).resolve(), Path(passage).resolve()) else None
+
+
+def manifest_tower_config(directory: Path, role: str) -> Optional[EncoderConfig]:
+    """A tower folder's config as its model directory's ``role`` tower (``enclosing_model_settings``)."""
+    settings = enclosing_model_settings(directory)
+    return None if settings is None else EncoderConfig(**settings.tower_overrides(role))
 
 
 def _warn_where_towers_disagree(manifest: Path, settings: DCSRSettings, towers: Dict[str, str]) -> None:

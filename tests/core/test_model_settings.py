@@ -4,6 +4,7 @@ by ``model_setting``, and an older tower's own ``dcsr_encoder.json`` that says o
 
 import json
 
+import pytest
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRModel
@@ -60,3 +61,13 @@ def test_an_older_tower_file_that_disagrees_is_named_and_the_manifest_wins(tmp_p
     with caplog.at_level("WARNING"):
         assert DCSRModel.from_pretrained(str(model_dir), use_gpu=False).temperature == 0.5
     assert "dcsr_model.json wins" not in caplog.text
+
+
+def test_a_passage_tower_from_another_model_must_encode_alike_and_keeps_the_query_sides_temperature(tmp_path):
+    query = make_tiny_bert(tmp_path / "q", pooling="mean", normalize=True, temperature=0.05)
+    other = make_tiny_bert(tmp_path / "p", pooling="mean", normalize=True, temperature=0.5)
+    paired = ModelFiles.locate(query, passage=other)
+    assert (paired.query_dir, paired.passage_dir, paired.settings.temperature) == (query, other, 0.05)
+    marker = make_tiny_bert(tmp_path / "m", pooling="marker")
+    with pytest.raises(ValueError, match=r"query model .* and the passage model .* disagree on pooling \('mean' vs"):
+        ModelFiles.locate(query, passage=marker)
