@@ -8,11 +8,9 @@ import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
-from tqdm.auto import tqdm
 
 from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
 from haystack_dcsr.core.encoder import PassageTower
-from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
@@ -21,10 +19,12 @@ from haystack_dcsr.core.parameters import check_parameters, check_search_params,
 from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach
-from haystack_dcsr.haystack1.sentence_ranking import SENTENCE_TEXTS, SentenceRanker
+from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker, mark_answers
 from haystack_dcsr.haystack1.sentence_search import check_store_dimension
 
 CONFIG_NAME = "dcsr_retriever.json"
+# the node's own settings that save() keeps beside the model directory (the model's are in dcsr_model.json)
+SAVED_SETTINGS = ("top_k", "top_n_sentences", "temperature", "batch_size", "passage_cache_size", "search_params")
 
 
 class DCSRRetriever(DenseRetriever):
@@ -219,23 +219,12 @@ class DCSRRetriever(DenseRetriever):
         top_k = self.top_k if top_k is None else top_k
         check_parameters(top_k=top_k)
         check_store_dimension(store, self.embedding_dim, written=False)
-        per_query_filters = filters if isinstance(filters, list) else [filters] * len(queries)
-        if len(per_query_filters) != len(queries):
-            raise ValueError(f"Got {len(per_query_filters)} filters for {len(queries)} queries")
         ranker = SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
-        results: List[List[Document]] = []
         step = batch_size or max(self.batch_size, 256)
-        batches = range(0, len(queries), step)
-        for start in tqdm(batches, disable=not self.progress_bar or len(batches) < 2, desc="Querying", unit=" batches"):
-            vectors = self.embed_queries(queries[start : start + step])
-            results.extend(
-                self.engine.rank(store, index, ranker, vectors, per_query_filters[start : start + step], top_k)
-            )
+        results = self.engine.rank(store, index, ranker, self.embed_queries(queries), filters, top_k, step)
         if self.mark_answer_sentence:
-            for query, passages in zip(queries, results):
-                sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
-                encode_units = lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size)  # noqa: E731
-                mark_answer_sentences(self.embed_queries, encode_units, query, passages, lambda doc: sentences[doc.id])
+            encode_units = lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size)  # noqa: E731
+            mark_answers(queries, results, self.embed_queries, encode_units)
         return results
 
     def _store(self, given: Optional[BaseDocumentStore], where: str) -> BaseDocumentStore:
@@ -301,14 +290,7 @@ class DCSRRetriever(DenseRetriever):
             self.passage_encoder,
             splitter_file=self.model.files.splitter_file,
         )
-        config = {
-            "top_k": self.top_k,
-            "top_n_sentences": self.top_n_sentences,
-            "temperature": self.temperature,
-            "batch_size": self.batch_size,
-            "passage_cache_size": self.passage_cache_size,
-            "search_params": self.search_params,
-        }
+        config = {name: getattr(self, name) for name in SAVED_SETTINGS}
         (Path(save_dir) / CONFIG_NAME).write_text(json.dumps(config, indent=1))
 
     @classmethod

@@ -49,13 +49,23 @@ class SentenceEngine:
         index: Optional[str],
         ranker: SentenceRanker,
         vectors: np.ndarray,
-        filters: List[Optional[FilterType]],
+        filters: Union[None, FilterType, List[Optional[FilterType]]],
         top_k: int,
+        batch_size: int = 256,
     ) -> List[List[Document]]:
-        """Each query vector's top ``top_k`` passages, never in the middle of a write call (``store_guard``)."""
+        """Each query vector's top ``top_k`` passages, ``batch_size`` queries at a time, each batch ranked
+        between write calls, never in the middle of one (``store_guard``). ``filters``: one for every
+        query, or a list with one per query (Haystack's ``retrieve_batch``)."""
+        per_query = filters if isinstance(filters, list) else [filters] * len(vectors)
+        if len(per_query) != len(vectors):
+            raise ValueError(f"Got {len(per_query)} filters for {len(vectors)} queries")
         search = self.search_for(store, index)
-        with guard(store).reading():
-            return ranker.search_and_rank(search, vectors, filters, top_k)
+        results: List[List[Document]] = []
+        for start in range(0, len(vectors), batch_size):
+            with guard(store).reading():
+                batch = slice(start, start + batch_size)
+                results.extend(ranker.search_and_rank(search, vectors[batch], per_query[batch], top_k))
+        return results
 
     def note_embedding(self) -> None:
         """New vectors were written: each search extends its map by the new rows when it next runs."""

@@ -9,12 +9,13 @@ sentences (else the vector map is re-read and the query run again once).
 
 import dataclasses
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from haystack.document_stores.base import FilterType
 from haystack.schema import Document
 
+from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.hasans import PassageScores, kept_hits, rank_hits
 from haystack_dcsr.core.sentence_units import SUPPORT, PassageRef
 from haystack_dcsr.haystack1.sentence_search import Hits, SentenceSearch
@@ -151,3 +152,13 @@ def same_filter_groups(filters: List[Optional[FilterType]]) -> List[List[int]]:
         else:
             groups.append([row])
     return groups
+
+
+def mark_answers(
+    queries: Sequence[str], results: List[List[Document]], encode_queries: Callable, encode_passages: Callable
+) -> None:
+    """The answer-sentence pass (``core.evidence``) over passages ranked ``with_sentences``: each gets
+    ``meta["dcsr_answer_sentence"]`` and loses the sentence texts it carried for the pass."""
+    for query, passages in zip(queries, results):
+        sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}
+        mark_answer_sentences(encode_queries, encode_passages, query, passages, lambda doc: sentences[doc.id])
