@@ -61,12 +61,16 @@ docs: setup
 	$(BIN)/mkdocs build --strict --quiet
 
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
-# then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both
+# then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both.
+# TEST_WORKERS pytest processes share each suite (pytest-xdist; a module's tests stay in one process, so a
+# module-scoped fixture is built once); TEST_WORKERS=0 runs in one process. --durations names the slowest.
+TEST_WORKERS ?= 2
+PYTEST_ARGS = -q --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
 test: setup setup2 system-packages
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -q --nbmake --nbmake-timeout=900 tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
-	$(BIN2)/python -m pytest -q --nbmake --nbmake-timeout=900 tests_haystack2 tests/core examples/03_haystack2_quickstart.ipynb
+	$(BIN)/python -m pytest $(PYTEST_ARGS) tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
+	$(BIN2)/python -m pytest $(PYTEST_ARGS) tests_haystack2 tests/core examples/03_haystack2_quickstart.ipynb
 
 clean:
 	rm -rf $(VENV) $(VENV2) *.egg-info

@@ -200,11 +200,11 @@ def test_empty_store_returns_nothing(tmp_path, retriever):
 
 
 def test_huge_and_non_latin_passages_are_indexed_whole(tmp_path, retriever):
-    huge = Document(content=" ".join(f"Word{i % 50} appears here." for i in range(3334)), id="huge")  # 10,002 words
+    huge = Document(content=" ".join(f"Word{i % 50} appears here." for i in range(1000)), id="huge")  # ~8 windows
     chinese = Document(content="北京是中国的首都。上海是最大的城市。", id="zh")
     store = faiss_store(tmp_path)
     index(store, retriever, [huge, chinese])
-    assert store.get_embedding_count() == 3334 + 2
+    assert store.get_embedding_count() == 1000 + 2
     found = {d.id: d for d in retriever.retrieve("首都", top_k=2, document_store=store)}
     assert found["huge"].content == huge.content and found["zh"].content == chinese.content
 
