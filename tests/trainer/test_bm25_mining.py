@@ -1,10 +1,7 @@
 import gc
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -100,33 +97,6 @@ def test_top_indices_is_score_then_corpus_order_even_when_ties_straddle_the_cut(
 # Which of several tied documents np.argpartition lets in at the k-th place depends on the SIMD
 # code numpy dispatches for this CPU; SQuAD train's "dd" matched one paragraph, so its other 29
 # "hard negatives" were zero-score ties and came out different on an AVX-512 machine than elsewhere.
-TIES_SCRIPT = """
-import json
-from haystack.schema import Document
-from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
-store = SparseBM25DocumentStore(progress_bar=False)
-store.write_documents([Document(content="filler text number %d" % i, id=str(i)) for i in range(300)]
-                      + [Document(content="dd once", id="match")])
-print(json.dumps([d.id for d in store.query("dd", top_k=30)]))
-"""
-
-
-def test_tied_bm25_hits_are_the_same_whatever_simd_code_numpy_picks():
-    try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-    except ImportError:  # numpy 1.x
-        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-
-    dispatched = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
-    runs = {}
-    for disabled in ("", " ".join(dispatched)):
-        env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
-        out = subprocess.run([sys.executable, "-c", TIES_SCRIPT], env=env, capture_output=True, text=True, check=True)
-        runs[disabled] = json.loads(out.stdout.strip().splitlines()[-1])
-    assert len({tuple(ids) for ids in runs.values()}) == 1, runs
-    assert runs[""] == ["match"] + [str(i) for i in range(29)]  # the match, then the ties in corpus order
-
-
 def test_mining_keeps_answer_free_non_positive_passages_and_resumes(tmp_path):
     passages = [Passage("t", t, f"d{i}") for i, t in enumerate(DOCS)]
     records = [
