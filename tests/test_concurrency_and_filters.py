@@ -78,6 +78,18 @@ def test_batched_filters_keep_every_query_inside_its_own_filter(indexed, how, sh
     assert all(by_id[d.id] == d.content for docs in batched for d in docs)
 
 
+def test_a_filter_list_of_the_wrong_length_is_refused_before_any_query_is_encoded(indexed, monkeypatch):
+    store, retriever = indexed
+    before = view(retriever.retrieve_batch(QUERIES, filters=PER_QUERY))
+    encoded = []
+    monkeypatch.setattr(retriever, "embed_queries", lambda queries: encoded.append(queries))
+    with pytest.raises(ValueError, match=f"Got {len(PER_QUERY) - 1} filters for {len(QUERIES)} queries"):
+        retriever.retrieve_batch(QUERIES, filters=PER_QUERY[:-1])
+    assert encoded == []
+    monkeypatch.undo()
+    assert view(retriever.retrieve_batch(QUERIES, filters=PER_QUERY)) == before
+
+
 def test_one_retriever_shared_by_threads_answers_as_it_does_alone(indexed):
     store, retriever = indexed
     work = [(QUERIES[i % 6], PER_QUERY[(i * 5) % 6]) for i in range(48)]

@@ -86,9 +86,7 @@ class ModelFiles:
             query, passage, settings = read_manifest(root)
             return cls(query, passage, settings, splitter)
         in_model = enclosing_model_settings(root)
-        if (
-            in_model is not None
-        ):  # one tower folder of a model directory, given alone: its weights, the model's settings
+        if in_model is not None:  # one tower folder of a model directory: its weights, the model's settings
             parent_splitter = root.parent / SPLITTER_FILE
             return cls(str(root), str(root), in_model, str(parent_splitter) if parent_splitter.is_file() else None)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel

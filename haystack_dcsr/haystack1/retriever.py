@@ -18,7 +18,7 @@ from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
 from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
-from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach
+from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach, per_query_filters
 from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker, mark_answers
 from haystack_dcsr.haystack1.sentence_search import check_store_dimension
 
@@ -219,9 +219,11 @@ class DCSRRetriever(DenseRetriever):
         top_k = self.top_k if top_k is None else top_k
         check_parameters(top_k=top_k)
         check_store_dimension(store, self.embedding_dim, written=False)
+        per_query = per_query_filters(filters, len(queries))  # a bad count fails before any query is encoded
         ranker = SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
         step = batch_size or max(self.batch_size, 256)
-        results = self.engine.rank(store, index, ranker, self.embed_queries(queries), filters, top_k, step)
+        vectors = self.embed_queries(queries)
+        results = self.engine.rank(store, index, ranker, vectors, per_query, top_k, step, self.progress_bar)
         if self.mark_answer_sentence:
             encode_units = lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size)  # noqa: E731
             mark_answers(queries, results, self.embed_queries, encode_units)

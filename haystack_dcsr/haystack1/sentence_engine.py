@@ -13,6 +13,7 @@ from typing import Dict, List, Mapping, Optional, Union
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
+from tqdm.auto import tqdm
 
 from haystack_dcsr.haystack1.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
@@ -49,22 +50,21 @@ class SentenceEngine:
         index: Optional[str],
         ranker: SentenceRanker,
         vectors: np.ndarray,
-        filters: Union[None, FilterType, List[Optional[FilterType]]],
+        filters: List[Optional[FilterType]],
         top_k: int,
         batch_size: int = 256,
+        progress_bar: bool = False,
     ) -> List[List[Document]]:
-        """Each query vector's top ``top_k`` passages, ``batch_size`` queries at a time, each batch ranked
-        between write calls, never in the middle of one (``store_guard``). ``filters``: one for every
-        query, or a list with one per query (Haystack's ``retrieve_batch``)."""
-        per_query = filters if isinstance(filters, list) else [filters] * len(vectors)
-        if len(per_query) != len(vectors):
-            raise ValueError(f"Got {len(per_query)} filters for {len(vectors)} queries")
+        """Each query vector's top ``top_k`` passages (``filters``: one per query, ``per_query_filters``),
+        ``batch_size`` queries at a time, each batch ranked between write calls, never in the middle of one
+        (``store_guard``)."""
         search = self.search_for(store, index)
         results: List[List[Document]] = []
-        for start in range(0, len(vectors), batch_size):
+        starts = range(0, len(vectors), batch_size)
+        for start in tqdm(starts, disable=not progress_bar or len(starts) < 2, desc="Querying", unit=" batches"):
+            batch = slice(start, start + batch_size)
             with guard(store).reading():
-                batch = slice(start, start + batch_size)
-                results.extend(ranker.search_and_rank(search, vectors[batch], per_query[batch], top_k))
+                results.extend(ranker.search_and_rank(search, vectors[batch], filters[batch], top_k))
         return results
 
     def note_embedding(self) -> None:
@@ -97,6 +97,17 @@ class SentenceEngine:
             deleted = delete_passages(store, passage_ids, index)
             self.refresh()
         return deleted
+
+
+def per_query_filters(
+    filters: Union[None, FilterType, List[Optional[FilterType]]], count: int
+) -> List[Optional[FilterType]]:
+    """Haystack's ``retrieve_batch`` filters as one per query: a list is taken as one per query (and must be
+    that long), anything else applies to every query."""
+    per_query = filters if isinstance(filters, list) else [filters] * count
+    if len(per_query) != count:
+        raise ValueError(f"Got {len(per_query)} filters for {count} queries")
+    return per_query
 
 
 def attach(document_store: BaseDocumentStore) -> None:
