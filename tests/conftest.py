@@ -9,12 +9,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import sys
 from pathlib import Path
 
+from worker_threads import share_cores_between_workers
+
+share_cores_between_workers()  # before anything imports torch
+
 # what only the benchmarks need (evaluation tables, significance tests) lives in benchmarks/lib/, importable here
 sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "lib"))
 
 import pytest  # noqa: E402
-from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: F401  (tests import them from here)
-from tiny_models import MINILM, make_tiny_bert  # noqa: F401  (tests import MINILM from here)
+from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: E402, F401  (tests import them from here)
+from tiny_models import MINILM, make_tiny_bert  # noqa: E402, F401  (tests import MINILM from here)
 
 
 @pytest.fixture(scope="session")

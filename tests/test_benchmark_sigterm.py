@@ -2,38 +2,29 @@
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
+import tempfile
 import time
 from pathlib import Path
 
 from benchmark_scripts import BENCHMARKS
-
-SCRIPT = textwrap.dedent(
-    """
-    import sys, tempfile, time
-    sys.path.insert(0, sys.argv[2])
-    import squad_open
-    squad_open.exit_on_sigterm()
-    with tempfile.TemporaryDirectory(dir=sys.argv[1]) as scratch:
-        print(scratch, flush=True)
-        time.sleep(120)
-    """
-)
+from forking import exit_code, forked
 
 
-def test_sigterm_removes_the_scratch_directory(tmp_path):
-    child = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), str(BENCHMARKS)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"},
-    )
-    scratch = Path(child.stdout.readline().strip())
+def test_sigterm_removes_the_scratch_directory(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import squad_open  # imported here, so the forked child starts with it
+
+    def index_into_scratch(out):
+        squad_open.exit_on_sigterm()
+        with tempfile.TemporaryDirectory(dir=tmp_path) as scratch:
+            print(scratch, file=out)
+            time.sleep(120)
+
+    pid, out = forked(index_into_scratch, tmp_path)
+    scratch = Path(out.readline().strip())
     assert scratch.is_dir() and scratch.parent == tmp_path
     time.sleep(0.2)
-    child.send_signal(signal.SIGTERM)
-    assert child.wait(timeout=60) == 128 + signal.SIGTERM
+    os.kill(pid, signal.SIGTERM)
+    assert exit_code(pid) == 128 + signal.SIGTERM
     assert not scratch.exists()
     assert list(tmp_path.iterdir()) == []

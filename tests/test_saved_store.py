@@ -1,22 +1,20 @@
 """Saves that survive a kill and a full disk, loads from anywhere, and no stale index served.
 
 A child process saves a pipeline over and over and is killed (SIGKILL) at random points (four seeds); a child
-whose file-size limit is below the index size fails mid-save. Either way the previous save loads
-from another working directory and answers exactly as before. Files of two different saves are
-refused with an error that says which file and what to do.
+whose file-size limit is below the index size fails mid-save (both forked: tests/forking.py). Either
+way the previous save loads from another working directory and answers exactly as before. Files of two
+different saves are refused with an error that says which file and what to do.
 """
 
 import os
 import random
+import resource
 import shutil
 import signal
-import subprocess
-import sys
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from forking import exit_code, forked
 from haystack import Pipeline
 from haystack.document_stores import FAISSDocumentStore
 from haystack.errors import PipelineConfigError
@@ -26,7 +24,6 @@ from test_store_consistency import make_store, write
 from haystack_dcsr import DCSRRetriever, load_faiss_store, load_pipeline, save_faiss_store, save_pipeline
 from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
 
-ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "What is the largest planet?"]
 
 
@@ -52,31 +49,24 @@ def saved(tmp_path, tiny_bert, corpus):
     return path, answers(pipeline)
 
 
-def child(script: str, tmp_path: Path, **popen):
-    code = tmp_path / "child.py"
-    code.write_text(textwrap.dedent(script))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
-    return subprocess.Popen([sys.executable, str(code)], env=env, cwd=tmp_path, text=True, **popen)
-
-
 def test_a_save_killed_at_random_points_leaves_the_previous_save_loadable(saved, tmp_path, monkeypatch):
     path, expected = saved
-    script = f"""
-        import sys
-        from haystack_dcsr import load_pipeline, save_pipeline
-        pipeline = load_pipeline({str(path)!r})
-        print("SAVING", flush=True)
+
+    def save_forever(out):
+        pipeline = load_pipeline(path)
+        print("SAVING", file=out)
         while True:
-            save_pipeline(pipeline, {str(path)!r})
-    """
+            save_pipeline(pipeline, path)
+
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for seed in range(4):
-        process = child(script, tmp_path, stdout=subprocess.PIPE)
-        assert process.stdout.readline().strip() == "SAVING"
+        pid, out = forked(save_forever, tmp_path)
+        assert out.readline().strip() == "SAVING"
         time.sleep(random.Random(seed).uniform(0.0, 1.0))
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+        os.kill(pid, signal.SIGKILL)
+        assert exit_code(pid) == -signal.SIGKILL  # killed mid-save, not ended on its own
+        out.close()
         monkeypatch.chdir(elsewhere)  # and load from another working directory
         assert answers(load_pipeline(path, pipeline_name="query")) == expected, f"seed {seed}"
     generations = list((path.parent / "query.files").iterdir())
@@ -89,20 +79,20 @@ def test_a_full_disk_during_a_save_leaves_the_previous_save_whole(saved, tmp_pat
         (path.parent / "query.files").glob("*/*.faiss")
     )
     limit = index_size.stat().st_size // 2
-    script = f"""
-        import resource, signal
-        from haystack_dcsr import load_pipeline, save_pipeline
-        pipeline = load_pipeline({str(path)!r})
+
+    def save_on_a_full_disk(out):
+        pipeline = load_pipeline(path)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
-        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         try:
-            save_pipeline(pipeline, {str(path)!r})
+            save_pipeline(pipeline, path)
         except OSError as error:
-            print("FAILED", error)
-    """
-    process = child(script, tmp_path, stdout=subprocess.PIPE)
-    out, _ = process.communicate(timeout=300)
-    assert "FAILED" in out and ("File too large" in out or "is the disk full" in out), out
+            print("FAILED", error, file=out)
+
+    pid, out = forked(save_on_a_full_disk, tmp_path)
+    text = out.read()
+    assert exit_code(pid) == 0
+    assert "FAILED" in text and ("File too large" in text or "is the disk full" in text), text
     files = [p.name for p in path.parent.rglob("*")]
     assert not any(".tmp-" in name for name in files), files
     assert len(list((path.parent / "query.files").iterdir())) == 1  # the failed generation was removed

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 from conftest import make_records, make_tiny_bert
+from forking import exit_code, forked
 from haystack.document_stores import InMemoryDocumentStore
 from haystack.schema import Document
 
@@ -342,33 +343,22 @@ def test_a_resume_with_settings_that_change_the_run_is_refused_and_keeps_config_
 
 
 def test_a_run_killed_before_its_first_checkpoint_logs_each_step_once(bert, tmp_path):
-    """A real child process, killed (SIGKILL) after it logged some steps and before any checkpoint;
+    """A child process, killed (SIGKILL) after it logged some steps and before any checkpoint;
     the run started again logs steps 1..N once each."""
     import signal
-    import subprocess
-    import sys
     import time
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    code = f"""
-import sys
-sys.path.insert(0, {str(root / "tests")!r})
-from conftest import make_records
-from haystack_dcsr.training.config import TrainConfig
-from haystack_dcsr.training.engine import Trainer
-config = TrainConfig(base_model={bert!r}, output_dir={str(tmp_path / "run")!r}, batch_size=8, lr=1e-3,
-                     warmup_steps=0, max_passage_len=64, max_query_len=32, checkpoint_every=0, log_every=0,
-                     seed=3, precision="fp32", max_steps=100000)
-Trainer(config, records=make_records(24)).train(resume=True)
-"""
-    child = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)})
+    def train_forever(out):
+        Trainer(config(bert, tmp_path, max_steps=100000), records=make_records(24)).train(resume=True)
+
+    pid, out = forked(train_forever, tmp_path)
     log = tmp_path / "run" / "log.jsonl"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and (not log.is_file() or len(log.read_text().splitlines()) < 2):
         time.sleep(0.2)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    os.kill(pid, signal.SIGKILL)
+    assert exit_code(pid) == -signal.SIGKILL
+    out.close()
     assert len(log.read_text().splitlines()) >= 2 and not list((tmp_path / "run").glob("checkpoint-*"))
     Trainer(config(bert, tmp_path, max_steps=3), records=make_records(24)).train(resume=True)
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines() if "loss" in json.loads(line)]
@@ -384,11 +374,8 @@ def test_a_config_file_of_the_wrong_shape_is_refused_by_name(tmp_path, text, kin
         TrainConfig.from_yaml(tmp_path / "c.yaml")
 
 
-def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None):
-    if world > 1:
-        os.environ.update(
-            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank)
-        )
+def _first_step(model, directory, out, grad_cache_chunk=None, world=1, rank=0):
+    """The first batch's loss and gradients (scaled to the global batch), saved by rank 0 to ``out``."""
     torch.set_num_threads(1)
     trainer = Trainer(
         config(model, directory, max_steps=1, grad_cache_chunk=grad_cache_chunk, device="cpu"), records=make_records(24)
@@ -405,32 +392,36 @@ def _first_step(model, directory, world, rank, port, out, grad_cache_chunk=None)
     }
     if rank == 0:
         torch.save({"loss": float(loss), "grads": grads}, out)
-    if world > 1:
-        torch.distributed.destroy_process_group()
 
 
-def _ddp_worker(rank, model, directory, world, port, out, grad_cache_chunk):
-    _first_step(model, directory, world, rank, port, out, grad_cache_chunk)
+def _ddp_rank(rank, model, directory, world, port, grad_cache_chunks):
+    """One rank of a gloo group: the first step once per gradient-cache setting, in one process group."""
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank)
+    )
+    for chunk in grad_cache_chunks:
+        _first_step(model, directory / f"ddp{chunk}", directory / f"ddp{chunk}.pt", chunk, world, rank)
+    torch.distributed.destroy_process_group()
 
 
-@pytest.mark.parametrize("grad_cache_chunk", [None, 2])
-def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_path, grad_cache_chunk):
-    """Two ranks (with or without the gradient cache) = one plain process on the same global batch."""
-    _first_step(bert_no_dropout, tmp_path / "single", 1, 0, 0, tmp_path / "single.pt")
+def test_ddp_with_two_gloo_processes_matches_one_process(bert_no_dropout, tmp_path):
+    """Two ranks, with and without the gradient cache, = one plain process on the same global batch."""
+    _first_step(bert_no_dropout, tmp_path / "single", tmp_path / "single.pt")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(
-        _ddp_worker,
-        args=(bert_no_dropout, tmp_path / "ddp", 2, port, tmp_path / "ddp.pt", grad_cache_chunk),
-        nprocs=2,
-        join=True,
+    chunks = (None, 2)
+    # forked ranks start with this process's imports (a spawned rank re-imports this module and Haystack: ~13 s)
+    mp.start_processes(
+        _ddp_rank, args=(bert_no_dropout, tmp_path, 2, port, chunks), nprocs=2, join=True, start_method="fork"
     )
-    single, ddp = torch.load(tmp_path / "single.pt"), torch.load(tmp_path / "ddp.pt")
-    assert ddp["loss"] == pytest.approx(single["loss"], rel=1e-5)
-    assert single["grads"].keys() == ddp["grads"].keys()
-    for name in single["grads"]:
-        torch.testing.assert_close(ddp["grads"][name], single["grads"][name], rtol=1e-4, atol=1e-6, msg=name)
+    single = torch.load(tmp_path / "single.pt")
+    for chunk in chunks:
+        ddp = torch.load(tmp_path / f"ddp{chunk}.pt")
+        assert ddp["loss"] == pytest.approx(single["loss"], rel=1e-5), chunk
+        assert single["grads"].keys() == ddp["grads"].keys()
+        for name in single["grads"]:
+            torch.testing.assert_close(ddp["grads"][name], single["grads"][name], rtol=1e-4, atol=1e-6, msg=name)
 
 
 @pytest.mark.parametrize("level", ["sentence", "passage"])
