@@ -22,18 +22,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
 
-import numpy as np  # noqa: E402
-from squad_data import load_squad  # noqa: E402
-
-from haystack_dcsr import DCSRModel  # noqa: E402
-from haystack_dcsr.core.exact_index import ExactSentenceIndex  # noqa: E402
-from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
-
 VECTORS = ROOT / "benchmarks" / "cache" / "ann" / "MiniLM_zero-shot" / "sentence_vectors.npy"
 
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    # imported after the arguments, so --help answers at once (importing the package imports Haystack 1.x)
+    import numpy as np
+    from squad_data import load_squad
+
+    from haystack_dcsr import DCSRModel
+    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy
+
     passages, questions = load_squad(n_questions=1000, seed=0)
     model = DCSRModel.from_pretrained("all-MiniLM-L6-v2", use_gpu=False)
     units = model.passage_units([p.content for p in passages])  # split as the retrievers split
