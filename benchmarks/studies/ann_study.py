@@ -258,6 +258,13 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "cache" / "ann")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ann_study.json")
     parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="SETTING",
+        help="measure only these settings of the list (e.g. 'Flat (top_n=1000)'; repeatable)",
+    )
     parser.add_argument("--prepare-only", action="store_true", help="encode and write the stores, measure nothing")
     parser.add_argument(
         "--remeasure",
@@ -299,7 +306,7 @@ def main() -> None:
         save()
     for name, model in models:
         settings = ZERO_SHOT_SETTINGS if args.settings == "all" else FT_SETTINGS
-        todo = [s for s in settings if (name, label(*s)) not in done]
+        todo = [s for s in settings if (name, label(*s)) not in done and (not args.only or label(*s) in args.only)]
         if not todo:
             continue
         index = ModelIndex(name, model, passages, args.workdir)
