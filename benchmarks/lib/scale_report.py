@@ -17,7 +17,11 @@ REFERENCE = "EmbeddingRetriever Flat"
 def ann_table(report: Dict) -> str:
     rows = report["rows"]
     reference = next(r for r in rows if r["setting"] == REFERENCE)
-    flat = {r["model"]: r for r in rows if r["setting"] == "Flat (top_n=3000)"}
+    flat = {}  # each model's exact row with the most sentence hits, the reference of its Δ column
+    for r in rows:
+        most = flat.get(r["model"], {}).get("top_n_sentences", 0)
+        if r["setting"].startswith("Flat (") and r["top_n_sentences"] > most:
+            flat[r["model"]] = r
     lines = [
         "Latency columns come from several runs (the `run` column): compare speed within a run only; the "
         "side-by-side speed comparison is ann_latency.json. † see the row's note in ann_study.json (latency from "
