@@ -99,6 +99,16 @@ def test_batched_hybrid_queries_stay_inside_their_own_filters(hybrid):
         assert [d.id for d in single["documents"]] == [d.id for d in docs]
 
 
+def test_the_bm25_store_refuses_a_filter_list_of_the_wrong_length_as_the_retriever_does(hybrid):
+    _, dcsr, bm25 = hybrid
+    filters = [{"title": ["Paris"]}, None]
+    before = [[d.id for d in docs] for docs in bm25.retrieve_batch(QUERIES[:2], filters=filters)]
+    for node in (bm25, dcsr):
+        with pytest.raises(ValueError, match=f"Got 2 filters for {len(QUERIES)} queries"):
+            node.retrieve_batch(QUERIES, filters=filters)
+    assert [[d.id for d in docs] for docs in bm25.retrieve_batch(QUERIES[:2], filters=filters)] == before
+
+
 def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert, corpus, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the YAML's SQLite file lands here
     text = (

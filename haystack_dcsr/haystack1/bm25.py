@@ -23,6 +23,7 @@ from scipy.special import expit
 
 from haystack_dcsr.core.atomic_files import atomic_write_bytes
 from haystack_dcsr.core.sparse_bm25 import TOKEN_PATTERN, SparseBM25, top_indices
+from haystack_dcsr.haystack1.filters import per_query_filters
 
 __all__ = ["SparseBM25DocumentStore", "read_documents", "top_indices"]
 
@@ -133,7 +134,7 @@ class SparseBM25DocumentStore(InMemoryDocumentStore):
         if custom_query or all_terms_must_match or headers:
             raise NotImplementedError("SparseBM25DocumentStore supports plain BM25 queries only")
         indexed = self._sparse[index]
-        per_query = filters if isinstance(filters, list) else [filters] * len(queries)
+        per_query = per_query_filters(filters, len(queries))
         allowed = {}
         for f in per_query:
             key = repr(f)

@@ -9,7 +9,7 @@ on SQL stores, evaluates it in Python on the decoded meta values with Haystack's
 numbers compare as numbers, and every store kind agrees with ``InMemoryDocumentStore``.
 """
 
-from typing import Any, Callable, Dict, Iterable, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Union
 
 LOGICAL = ("$and", "$or", "$not")
 COMPARISON = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
@@ -67,6 +67,17 @@ def _check_comparison(field: str, value: Any, where: str, numeric_ranges: Option
             raise FilterError(f"{where}: {operator} takes a number or a string, got {operand!r}")
         if operator in _RANGES and numeric_ranges and not isinstance(operand, (int, float)):
             raise FilterError(f"{where}: {numeric_ranges} compares {operator} on numbers only, got {operand!r}")
+
+
+def per_query_filters(
+    filters: Union[None, Dict[str, Any], List[Optional[Dict[str, Any]]]], count: int
+) -> List[Optional[Dict[str, Any]]]:
+    """Haystack's ``retrieve_batch`` filters as one per query: a list is taken as one per query (and must be
+    that long), anything else applies to every query."""
+    per_query = filters if isinstance(filters, list) else [filters] * count
+    if len(per_query) != count:
+        raise ValueError(f"Got {len(per_query)} filters for {count} queries")
+    return per_query
 
 
 def filter_fields(filters: Dict[str, Any]) -> Set[str]:

@@ -55,7 +55,7 @@ class SentenceEngine:
         batch_size: int = 256,
         progress_bar: bool = False,
     ) -> List[List[Document]]:
-        """Each query vector's top ``top_k`` passages (``filters``: one per query, ``per_query_filters``),
+        """Each query vector's top ``top_k`` passages (``filters``: one per query, ``filters.per_query_filters``),
         ``batch_size`` queries at a time, each batch ranked between write calls, never in the middle of one
         (``store_guard``)."""
         search = self.search_for(store, index)
@@ -97,17 +97,6 @@ class SentenceEngine:
             deleted = delete_passages(store, passage_ids, index)
             self.refresh()
         return deleted
-
-
-def per_query_filters(
-    filters: Union[None, FilterType, List[Optional[FilterType]]], count: int
-) -> List[Optional[FilterType]]:
-    """Haystack's ``retrieve_batch`` filters as one per query: a list is taken as one per query (and must be
-    that long), anything else applies to every query."""
-    per_query = filters if isinstance(filters, list) else [filters] * count
-    if len(per_query) != count:
-        raise ValueError(f"Got {len(per_query)} filters for {count} queries")
-    return per_query
 
 
 def attach(document_store: BaseDocumentStore) -> None:
