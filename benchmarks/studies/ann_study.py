@@ -275,6 +275,10 @@ def main() -> None:
         "so that the rows compared side by side come from one run",
     )
     args = parser.parse_args()
+    settings = ZERO_SHOT_SETTINGS if args.settings == "all" else FT_SETTINGS
+    unknown = sorted(set(args.only) - {label(*s) for s in settings})
+    if unknown:
+        parser.error(f"--only {unknown}: not in --settings {args.settings} ({', '.join(label(*s) for s in settings)})")
     models = [m.split("=", 1) for m in args.model] or [["MiniLM zero-shot", "all-MiniLM-L6-v2"]]
     passages, questions = load_squad(n_questions=args.questions, seed=0)
     report = (
@@ -305,7 +309,6 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         save()
     for name, model in models:
-        settings = ZERO_SHOT_SETTINGS if args.settings == "all" else FT_SETTINGS
         todo = [s for s in settings if (name, label(*s)) not in done and (not args.only or label(*s) in args.only)]
         if not todo:
             continue
