@@ -56,9 +56,10 @@ system-packages:
 demo: setup
 	$(BIN)/python examples/demo.py
 
-# the documentation site (mkdocs, in .venv): build/site; strict, so a broken link or reference fails
+# the documentation site (mkdocs, in .venv): build/site; strict, so a broken link or reference fails (not
+# --quiet: it hides the warnings that --strict counts, and a broken link would pass)
 docs: setup
-	$(BIN)/mkdocs build --strict --quiet
+	$(BIN)/mkdocs build --strict
 
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
 # then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both.
@@ -69,7 +70,7 @@ TEST_WORKERS ?= 2
 PYTEST_ARGS = -q --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
 test: setup setup2 system-packages
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
-	$(BIN)/mkdocs build --strict --quiet
+	$(BIN)/mkdocs build --strict
 	$(BIN)/python -m pytest $(PYTEST_ARGS) tests examples/01_quickstart.ipynb examples/02_train_small_dcsr.ipynb
 	$(BIN2)/python -m pytest $(PYTEST_ARGS) tests_haystack2 tests/core examples/03_haystack2_quickstart.ipynb
 

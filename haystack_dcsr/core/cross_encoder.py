@@ -31,7 +31,7 @@ class CrossEncoder:
         question. Default: the tokenizer's ``model_max_length``, which ``train-cross-encoder`` sets to
         its training length, so Haystack's ranker (which truncates there) scores the same tokens.
     :param quantize: ``"int8"``: int8 weights and per-token int8 activations, compiled (CPU only: the
-        device defaults to it; the first batch waits for the compiler, ~1-2 min on 2 cores). ``None``: fp32.
+        device defaults to it); ``warm_up`` compiles now, else the first batch does. ``None``: fp32.
     """
 
     def __init__(

@@ -7,9 +7,9 @@
     retriever.train_index()                # only for presets that need training (SQ, IVF, PQ)
     store.update_embeddings(retriever)
 
-Each preset comes from the README's ANN study (20,963 SQuAD paragraphs, 103k sentence vectors,
-1,000 dev questions, this 2-core CPU) and cost-growth runs (20k and 200k passages; 1M with SQ4);
-bytes are per passage (~4.9 sentences).
+Each preset comes from the ANN study and the cost-growth runs (20k, 200k and 1M passages) in
+``docs/benchmarks/scale.md``; how to choose: ``docs/guides/index-presets.md``. Bytes are per passage
+(~4.9 sentence vectors).
 """
 
 import dataclasses
@@ -46,7 +46,7 @@ INDEX_PRESETS: Dict[str, IndexPreset] = {
         "HNSW32",
         {"efSearch": 1000},
         1000,
-        "lowest latency at no measured loss; ~8.9 KB a passage (vectors + graph in RAM); up to ~500k passages",
+        "lowest latency at no measured loss; ~8.9 KB a passage (vectors + graph in RAM); up to ~1M passages",
     ),
     "compact": IndexPreset(
         "SQ4",

@@ -71,7 +71,7 @@ def answers_differ(answers: Sequence[str], other_answers: Sequence[str], rule: A
     form of the same answer: one answer's words all occur in the other and make up at least half of
     it ("Einstein" / "Albert Einstein", "December 1963" / "12 December 1963"). Exact matching let such
     pairs through as MEQs although they are paraphrases: 67 of the 2,793 MEQ pairs mined from SQuAD train
-    and 11 of the 352 contrast pairs (README, "Contrast set"). A longer answer that merely holds the
+    and 11 of the 352 contrast pairs (``docs/guides/meq.md``). A longer answer that merely holds the
     other one ("OneDrive for Business" / "OneDrive") still differs, as does "non-violent" / "violent".
     """
     rule = checked_answer_rule(rule)
@@ -115,11 +115,11 @@ class MEQFilter:
     :param embed: maps questions to vectors for the cosine rule; None skips that rule (text rules
         only). ``MEQFilter.with_model`` builds one from any encoder directory or hub name.
     :param threshold: minimum cosine. The paper's 0.95 is for Contriever; MiniLM's cosines run
-        lower, so calibrate with ``calibrate_threshold`` (README: how the default was chosen).
+        lower, so calibrate with ``calibrate_threshold`` (``docs/guides/meq.md``: how the default was chosen).
     :param is_paraphrase: optional classifier hook ``(q, q') -> bool``; paraphrases are rejected.
     :param different_answers: the answer rule; off only to find paraphrases with the other rules.
     :param answer_rule: what counts as the same answer (``answers_differ``): ``"shorter_form"``, or
-        ``"exact"`` to rebuild the contrast set and MEQ file the README's tables were measured on.
+        ``"exact"`` to rebuild the contrast set and MEQ file the benchmark tables were measured on.
     """
 
     def __init__(

@@ -29,7 +29,7 @@ class HybridJoin(JoinNode):
     :param weights: one per input, in the order of the node's ``inputs``; default equal weights.
     :param top_k_join: passages returned (None: all of the union).
     :param scale_hasans: min-max scale DCSR's HasAns too (default). False keeps it as a probability,
-        which at equal weights lets BM25 dominate (3.5 top-1 lower on SQuAD-open; README, "Hybrid").
+        which at equal weights lets BM25 dominate (3.5 top-1 lower on SQuAD-open; ``docs/guides/hybrid.md``).
     """
 
     outgoing_edges = 1

@@ -36,8 +36,8 @@ class QueryEncoder(BaseComponent):
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
         None takes the model's settings (``dcsr_model.json``/``dcsr_encoder.json``) or infers them.
     :param max_seq_len: maximum query length in tokens (longer queries are truncated).
-    :param quantize: ``"int8"``: queries run through a compiled int8 copy of the tower (CPU only; 2.7x
-        faster one at a time for MiniLM-L6 here); ``save`` keeps the fp32 weights.
+    :param quantize: ``"int8"``: queries run through a compiled int8 copy of the tower (CPU only; compiled
+        when the node is built); ``save`` keeps the fp32 weights.
     """
 
     outgoing_edges = 1

@@ -1,8 +1,8 @@
 """CrossEncoderRanker: a ``train-cross-encoder`` model over a retriever's passages, as a Haystack 1.x node.
 
-Why beside Haystack's ``SentenceTransformersRanker`` (which serves the same directory): the measured use
-of this model is a blend with the retriever's own score, +2.0 top-1 over the hybrid it reranks where the
-cross-encoder alone lost 5.5 (README, "A cross-encoder over the top passages"); Haystack's ranker cannot blend.
+Why beside Haystack's ``SentenceTransformersRanker`` (which serves the same directory): the better use
+of this model is a blend with the retriever's own score, which Haystack's ranker cannot do
+(``docs/guides/reranker.md``).
 """
 
 import copy
@@ -29,9 +29,9 @@ class CrossEncoderRanker(BaseRanker):
     :param progress_bar: a progress bar over scoring batches.
     :param devices: Haystack's device list; the first is used (e.g. ``["cuda:1"]``, ``["cpu"]``).
     :param use_auth_token: a Hugging Face token (or True: the stored one) for a private or gated hub model.
-    :param quantize: ``"int8"`` scores on the CPU (whatever ``use_gpu`` says) 1.5-2.4x faster (MiniLM-L6 to
-        mpnet-base) with the same preferences; it needs a C++ compiler, and the first query waits ~1-2 min for
-        compilation. None: fp32.
+    :param quantize: ``"int8"`` scores on the CPU (whatever ``use_gpu`` says), faster with the same
+        preferences; it needs a C++ compiler and compiles here, when the node is built, not at the first
+        query (``docs/guides/int8.md``). None: fp32.
     """
 
     def __init__(

@@ -62,11 +62,12 @@ class DCSRRetriever(DenseRetriever):
     :param passage_cache_size: assembled passages kept in memory (LRU) between queries with a
         ``FAISSDocumentStore``, cleared whenever the index changes; 0 reads every passage from SQL.
     :param search_params: FAISS search settings applied per query: ``nprobe`` (IVF), ``efSearch``
-        (HNSW; at least ``top_n_sentences`` is used), ``k_factor`` (a ``Refine`` stage). See the
-        README's scale guide for measured settings.
-    :param quantize: ``"int8"``: both towers encode with int8 weights and per-token int8 activations,
-        compiled at the first batch (CPU only; the device defaults to it). Index and query with the same
-        setting: vectors move slightly (README, "The towers on a CPU"). A given ``query_encoder`` keeps its own.
+        (HNSW; at least ``top_n_sentences`` is used), ``k_factor`` (a ``Refine`` stage). Measured settings:
+        ``INDEX_PRESETS`` (``docs/guides/index-presets.md``).
+    :param quantize: ``"int8"``: both towers encode with int8 weights and per-token int8 activations
+        (CPU only; the device defaults to it). The query tower compiles when the node is built, the passage
+        tower at its first indexing batch. Index and query with the same setting: vectors move slightly
+        (``docs/guides/int8.md``). A given ``query_encoder`` keeps its own.
     :param devices: Haystack's device list (e.g. ``["cuda:1"]``); the first is used. ``device`` is the
         same as a one-item list.
     :param use_auth_token: a Hugging Face token (or True: the stored one) for private or gated hub models.

@@ -19,7 +19,7 @@ class DCSRHybridJoiner:
     :param weights: one per input list, in the order they arrive (DCSR first, as connected); default equal.
     :param top_k: passages returned (None: the whole union).
     :param scale_hasans: min-max scale DCSR's HasAns too (default). False keeps it as a probability,
-        which at equal weights lets BM25 dominate (3.5 top-1 lower on SQuAD-open; README, "Hybrid").
+        which at equal weights lets BM25 dominate (3.5 top-1 lower on SQuAD-open; ``docs/guides/hybrid.md``).
     """
 
     def __init__(self, weights: Optional[List[float]] = None, top_k: Optional[int] = None, scale_hasans: bool = True):

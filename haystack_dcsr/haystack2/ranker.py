@@ -21,15 +21,16 @@ class DCSRCrossEncoderRanker:
     :param model: a ``dcsr-train train-cross-encoder`` output directory, or a hub name of a one-label
         sequence classifier.
     :param first_stage_weight: 0 ranks by the cross-encoder alone; w > 0 ranks by
-        ``(1 - w) * CE + w * incoming score``, both min-max scaled over the passages given (0.5 is the
-        README's "blended" row: +2.0 top-1 over the hybrid it reranks, where the cross-encoder alone lost 5.5).
+        ``(1 - w) * CE + w * incoming score``, both min-max scaled over the passages given (0.5: the
+        README's blended row; ``docs/guides/reranker.md``).
     :param top_k: passages returned (None: all given).
     :param scale_score: with ``first_stage_weight=0``, the sigmoid of the logit as the score (Haystack's
         default); False keeps the raw logit. Blended scores are in [0, 1] either way.
     :param progress_bar: a progress bar over scoring batches.
-    :param quantize: ``"int8"`` scores on the CPU 1.5-2.4x faster (MiniLM-L6 to mpnet-base) with the same
-        preferences (``device`` then defaults to ``"cpu"`` and may not name another); it needs a C++ compiler,
-        and the first query waits ~1-2 min for compilation. None: fp32.
+    :param quantize: ``"int8"`` scores on the CPU, faster with the same preferences (``device`` then
+        defaults to ``"cpu"`` and may not name another); it needs a C++ compiler and compiles at
+        ``warm_up``, which Haystack's ``Pipeline`` calls before the first run (``docs/guides/int8.md``).
+        None: fp32.
     """
 
     def __init__(

@@ -217,8 +217,14 @@ class DCSRRetriever:
 
     :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
     :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
-    :param filters, top_k, top_n_sentences, temperature: as for ``DCSREmbeddingRetriever``.
-    :param device, precision, quantize: as for ``DCSRTextEmbedder``.
+    :param filters: default filters (Haystack 2.x syntax), as for ``DCSREmbeddingRetriever``.
+    :param top_k: passages returned.
+    :param top_n_sentences: sentences read per query.
+    :param temperature: HasAns softmax temperature; None uses the model's.
+    :param device: torch device; None picks CUDA when available.
+    :param precision: ``auto``, ``fp32``, ``fp16`` or ``bf16``.
+    :param quantize: ``"int8"``: the query tower runs int8, compiled at ``warm_up`` (CPU only), as for
+        ``DCSRTextEmbedder``.
     """
 
     def __init__(

@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--threshold",
                 type=float,
                 default=MEQ_THRESHOLD,
-                help="minimum cosine (default: calibrated for all-MiniLM-L6-v2, see README)",
+                help="minimum cosine (default: calibrated for all-MiniLM-L6-v2; docs/guides/meq.md)",
             )
         p.add_argument("--max-edits", type=int, default=3, help="most words an MEQ may change (the paper: 1-3)")
         if answers:
@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--answer-rule",
                 choices=typing.get_args(AnswerRule),
                 default="shorter_form",
-                help="what counts as the same answer: 'exact' rebuilds the sets the README's tables used "
+                help="what counts as the same answer: 'exact' rebuilds the sets the benchmark tables used "
                 "(it let 'Einstein' / 'Albert Einstein' through as different answers)",
             )
 
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--keep-repeats",
         action="store_true",
-        help="keep pairs of repeated question texts (the 352-pair set of the README's tables)",
+        help="keep pairs of repeated question texts (the 352-pair set of the benchmark tables)",
     )
     meq_options(p)
     p.set_defaults(func=build_contrast_set)

@@ -146,7 +146,7 @@ def build_contrast_set(
     :param keep_repeats: keep a pair whose two question texts an earlier pair already has (either
         order). Datasets repeat questions (SQuAD dev asks "Who won Super Bowl 50?" twice), and every
         copy would pair again, weighting that pair twice or four times in each metric and paired
-        test; ``True`` rebuilds the 352-pair set the README's tables were measured on.
+        test; ``True`` rebuilds the 352-pair set the benchmark tables were measured on.
     """
     from haystack_dcsr.training.mining import bm25_search
 
