@@ -41,7 +41,8 @@ def test_every_guide_is_a_page_of_the_site():
 
 def make_docs_commands() -> list:
     makefile = (ROOT / "Makefile").read_text()
-    return [shlex.split(line.split("mkdocs", 1)[1]) for line in makefile.splitlines() if re.search(r"/mkdocs build", line)]
+    lines = [line for line in makefile.splitlines() if re.search(r"/mkdocs build", line)]
+    return [shlex.split(line.split("mkdocs", 1)[1]) for line in lines]
 
 
 def test_the_make_docs_build_fails_on_a_broken_link(tmp_path):

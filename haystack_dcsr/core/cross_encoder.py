@@ -6,7 +6,7 @@ The model is a plain Hugging Face sequence-classification directory with one log
 ``dcsr-train train-cross-encoder`` writes), so Haystack's own ``SentenceTransformersRanker`` loads
 it in a pipeline unchanged. This class is the batch scorer the benchmarks use: pairs are sorted by
 length before batching, which on a CPU spends about half the padded tokens of arrival order, and
-``quantize="int8"`` scores 1.5-2.4x faster on a CPU with the same preferences (``haystack_dcsr/core/int8.py``).
+``quantize="int8"`` scores faster on a CPU with the same preferences (``haystack_dcsr/core/int8.py``).
 """
 
 from typing import List, Optional, Sequence, Tuple, Union

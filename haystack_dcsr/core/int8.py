@@ -2,12 +2,11 @@
 int8 activations per token, compiled so that quantising costs less than the int8 matmul saves.
 
 Why this scheme and not PyTorch's ``quantize_dynamic``: that one quantises a whole batch's activations
-with one scale, and the reranker's feed-forward layers carry outliers (an input channel up to 56x its
-layer's median in mpnet's layers 6-8), so every other value is left a few levels: 1.42x faster, but 47
-of the 266 contrast preferences flip and q' over its own gold falls from 82.0% to 74.4%
-(``benchmarks/speed.py reranker``). One scale per token keeps the preferences. Run eagerly, the
-extra passes (absolute maximum, round, cast, rescale) cost what the int8 matmul saves (0.95x); compiled
-(``torch.compile``, Inductor), they fuse around it.
+with one scale, and transformer feed-forward layers carry outlier channels, so every other value is left
+a few levels and rankings change. One scale per token keeps them. Run eagerly, the extra passes
+(absolute maximum, round, cast, rescale) cost what the int8 matmul saves; compiled (``torch.compile``,
+Inductor), they fuse around it. The measurements: ``docs/benchmarks/scale.md``; how to use it:
+``docs/guides/int8.md``.
 
 Without VNNI (AVX2, or AVX512 before Cascade Lake) oneDNN multiplies int8 pairs into 16-bit sums
 (``vpmaddubsw``, the input shifted to unsigned), so two products of 255 x 127 overflow and the matmul
