@@ -71,6 +71,23 @@ def plan(recipe: Dict, budget: str, questions: int) -> List[Dict]:
     ]
 
 
+def seconds_left(stages: List[Dict], work: Path) -> Dict[str, float]:
+    """What each stage has left: nothing once its ``.done`` marker is written; a training stage that
+    stopped, its steps after the newest checkpoint (the run resumes there); any other, its estimate."""
+    from haystack_dcsr.training.checkpoints import newest_step
+
+    left = {}
+    for stage in stages:
+        if (work / f"{stage['stage']}.done").is_file():
+            left[stage["stage"]] = 0.0
+        elif "steps" in stage:
+            done = min(newest_step(work / stage["stage"]), stage["steps"])
+            left[stage["stage"]] = stage["seconds"] * (1 - done / stage["steps"])
+        else:
+            left[stage["stage"]] = stage["seconds"]
+    return left
+
+
 def build_model(
     train: Path,
     out: Path,
@@ -84,6 +101,8 @@ def build_model(
     """Build the recommended model into ``out`` (a model directory); see the module docstring."""
     from tqdm.auto import tqdm
 
+    from haystack_dcsr.training.checkpoints import newest_step
+
     recipe = load_recipe(recipe_path, budget)
     train, out = Path(train), Path(out)
     if not train.is_file():
@@ -94,12 +113,22 @@ def build_model(
     work = out / "work"
     questions = _count_questions(train, squad)
     stages = plan(recipe, budget, questions)
+    left = seconds_left(stages, work)
     if dry_run:
         for stage in stages:
-            done = (work / f"{stage['stage']}.done").is_file()
-            steps = f", {stage['steps']} steps" if "steps" in stage else ""
-            print(f"{stage['stage']:6s} ~{_duration(stage['seconds'])}{steps}{' (done)' if done else ''}")
-        print(f"total  ~{_duration(sum(s['seconds'] for s in stages))} for {questions} questions, budget {budget!r}")
+            name, steps = stage["stage"], f", {stage['steps']} steps" if "steps" in stage else ""
+            if left[name] == 0:
+                state = " (done)"
+            elif left[name] < stage["seconds"]:
+                state = f" (resumes at step {newest_step(work / name)}: ~{_duration(left[name])} left)"
+            else:
+                state = ""
+            print(f"{name:6s} ~{_duration(stage['seconds'])}{steps}{state}")
+        total = sum(s["seconds"] for s in stages)
+        print(
+            f"total  ~{_duration(total)} for {questions} questions, budget {budget!r}; "
+            f"~{_duration(sum(left.values()))} left"
+        )
         return out
     work.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -109,7 +138,7 @@ def build_model(
         "dense": work / "train_hard.jsonl",
         "dev": work / "dev.jsonl",
     }
-    remaining = {stage["stage"]: stage["seconds"] for stage in stages}
+    remaining = dict(left)
     bar = tqdm(total=len(STAGES), desc="build-model", unit=" stages")
     for stage in STAGES:
         marker = work / f"{stage}.done"

@@ -43,6 +43,12 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be resumed; the message names it and what to do."""
 
 
+def newest_step(output: Path) -> int:
+    """The step of the newest complete checkpoint of the run in ``output`` (0: none), e.g. for an ETA."""
+    found = sorted(Path(output).glob("checkpoint-*/state.pt"))
+    return int(found[-1].parent.name.rsplit("-", 1)[1]) if found else 0
+
+
 class Checkpoints:
     """The checkpoints of the run in ``output``: the newest ``keep`` are kept."""
 

@@ -64,3 +64,25 @@ def test_build_model_names_bad_input(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["build-model", "--data", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "m")])
     assert "give the passages they come from with --corpus" in capsys.readouterr().err
+
+
+def test_dry_run_says_what_is_left_after_a_stop(tmp_path, capsys):
+    """A build stopped in the DCSR-hard stage resumes from its newest checkpoint: the plan says so and
+    counts only the steps after it (a checkpoint still being written, without state.pt, does not count)."""
+    from haystack_dcsr.training.build_model import DEFAULT_RECIPE, _duration, load_recipe, plan
+
+    data = tiny_squad(tmp_path / "train.json")
+    work = tmp_path / "model" / "work"
+    work.mkdir(parents=True)
+    for stage in ("data", "bm25", "first", "dense"):
+        (work / f"{stage}.done").write_text('{"seconds": 1}')
+    (work / "hard" / "checkpoint-0000300").mkdir(parents=True)
+    (work / "hard" / "checkpoint-0000300" / "state.pt").write_bytes(b"")
+    (work / "hard" / "checkpoint-0000320").mkdir()  # interrupted mid-write
+    main(["build-model", "--data", str(data), "--out", str(tmp_path / "model"), "--dry-run"])
+    printed = capsys.readouterr().out
+    stages = {s["stage"]: s for s in plan(load_recipe(DEFAULT_RECIPE, "cpu"), "cpu", 16)}
+    hard_left = stages["hard"]["seconds"] * (1 - 300 / stages["hard"]["steps"])
+    assert f"(resumes at step 300: ~{_duration(hard_left)} left)" in printed
+    assert printed.count("(done)") == 4
+    assert printed.rstrip().endswith(f"~{_duration(hard_left + stages['card']['seconds'])} left")
