@@ -12,13 +12,15 @@ so a command run again (after a kill, or to change a later stage) skips what is 
 
 The recipe is ``trainer/configs/build_model.yaml`` (budgets ``cpu`` and ``gpu``) over the training
 config it names; nothing here restates a recipe value. ``--dry-run`` lists the stages with an estimate
-of their time from the budget's ``seconds_per_step``.
+of their time: training steps at the budget's ``seconds_per_step`` until steps have run on this machine,
+then at their measured median (a machine's speed is what the ETA is for).
 """
 
 import json
 import logging
 import random
 import shutil
+import statistics
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -50,10 +52,12 @@ def load_recipe(path: Path, budget: str) -> Dict:
     return recipe
 
 
-def plan(recipe: Dict, budget: str, questions: int) -> List[Dict]:
-    """Each stage with an estimate of its seconds (training from steps x seconds_per_step)."""
+def plan(recipe: Dict, budget: str, questions: int, work: Optional[Path] = None) -> List[Dict]:
+    """Each stage with an estimate of its seconds: training steps x the median step time logged under
+    ``work`` (either training stage's: they share batch and lengths), else the budget's ``seconds_per_step``."""
     spec = recipe["budgets"][budget]
-    per_step = float(spec["seconds_per_step"])
+    logged = [t for stage in ("hard", "first") for t in _step_times(work / stage)] if work else []
+    per_step = round(statistics.median(logged) if logged else float(spec["seconds_per_step"]), 1)
 
     def steps(stage: str) -> int:
         settings = spec[stage]
@@ -61,14 +65,32 @@ def plan(recipe: Dict, budget: str, questions: int) -> List[Dict]:
             return int(settings["max_steps"])
         return int(settings.get("epochs", 1)) * max(questions // int(settings.get("batch_size", 32)), 1)
 
+    def training(stage: str) -> Dict:
+        return {
+            "stage": stage,
+            "seconds": steps(stage) * per_step,
+            "steps": steps(stage),
+            "step_s": per_step,
+            "logged": bool(logged),
+        }
+
     return [
         {"stage": "data", "seconds": 30 + questions * 0.001},
         {"stage": "bm25", "seconds": 30 + questions * 0.005},
-        {"stage": "first", "seconds": steps("first") * per_step, "steps": steps("first")},
+        training("first"),
         {"stage": "dense", "seconds": 120 + questions * 0.011},
-        {"stage": "hard", "seconds": steps("hard") * per_step, "steps": steps("hard")},
+        training("hard"),
         {"stage": "card", "seconds": 5},
     ]
+
+
+def _step_times(run: Path) -> List[float]:
+    """The ``step_s`` of each step a training run logged (its ``log.jsonl``), newest last."""
+    log = run / "log.jsonl"
+    if not log.is_file():
+        return []
+    rows = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return [float(row["step_s"]) for row in rows if "step_s" in row]
 
 
 def seconds_left(stages: List[Dict], work: Path) -> Dict[str, float]:
@@ -112,11 +134,14 @@ def build_model(
         raise BuildError(f"{train} holds training records: give the passages they come from with --corpus")
     work = out / "work"
     questions = _count_questions(train, squad)
-    stages = plan(recipe, budget, questions)
+    stages = plan(recipe, budget, questions, work)
     left = seconds_left(stages, work)
     if dry_run:
         for stage in stages:
-            name, steps = stage["stage"], f", {stage['steps']} steps" if "steps" in stage else ""
+            name, steps = stage["stage"], ""
+            if "steps" in stage:
+                source = "logged here" if stage["logged"] else "the recipe's seconds_per_step"
+                steps = f", {stage['steps']} steps at {stage['step_s']:g} s ({source})"
             if left[name] == 0:
                 state = " (done)"
             elif left[name] < stage["seconds"]:

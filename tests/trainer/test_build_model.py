@@ -68,7 +68,8 @@ def test_build_model_names_bad_input(tmp_path, capsys):
 
 def test_dry_run_says_what_is_left_after_a_stop(tmp_path, capsys):
     """A build stopped in the DCSR-hard stage resumes from its newest checkpoint: the plan says so and
-    counts only the steps after it (a checkpoint still being written, without state.pt, does not count)."""
+    counts only the steps after it (a checkpoint still being written, without state.pt, does not count),
+    at the recipe's step time until steps were logged on this machine, then at their median."""
     from haystack_dcsr.training.build_model import DEFAULT_RECIPE, _duration, load_recipe, plan
 
     data = tiny_squad(tmp_path / "train.json")
@@ -79,10 +80,24 @@ def test_dry_run_says_what_is_left_after_a_stop(tmp_path, capsys):
     (work / "hard" / "checkpoint-0000300").mkdir(parents=True)
     (work / "hard" / "checkpoint-0000300" / "state.pt").write_bytes(b"")
     (work / "hard" / "checkpoint-0000320").mkdir()  # interrupted mid-write
-    main(["build-model", "--data", str(data), "--out", str(tmp_path / "model"), "--dry-run"])
-    printed = capsys.readouterr().out
-    stages = {s["stage"]: s for s in plan(load_recipe(DEFAULT_RECIPE, "cpu"), "cpu", 16)}
-    hard_left = stages["hard"]["seconds"] * (1 - 300 / stages["hard"]["steps"])
+    recipe = load_recipe(DEFAULT_RECIPE, "cpu")
+    command = ["build-model", "--data", str(data), "--out", str(tmp_path / "model"), "--dry-run"]
+
+    def printed_and_expected():
+        main(command)
+        stages = {s["stage"]: s for s in plan(recipe, "cpu", 16, work)}
+        hard_left = stages["hard"]["seconds"] * (1 - 300 / stages["hard"]["steps"])
+        return capsys.readouterr().out, stages, hard_left
+
+    printed, stages, hard_left = printed_and_expected()
+    assert stages["hard"]["step_s"] == float(recipe["budgets"]["cpu"]["seconds_per_step"])
+    assert "(the recipe's seconds_per_step)" in printed
     assert f"(resumes at step 300: ~{_duration(hard_left)} left)" in printed
     assert printed.count("(done)") == 4
     assert printed.rstrip().endswith(f"~{_duration(hard_left + stages['card']['seconds'])} left")
+    logged = [{"step": i + 1, "step_s": t} for i, t in enumerate([10.0, 12.0, 30.0])] + [{"step": 3, "dev_mrr@10": 0.5}]
+    (work / "first").mkdir()
+    (work / "first" / "log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in logged))
+    printed, stages, hard_left = printed_and_expected()
+    assert stages["hard"]["step_s"] == 12.0 and hard_left == 12.0 * (stages["hard"]["steps"] - 300)
+    assert "steps at 12 s (logged here) (resumes at step 300" in printed
