@@ -53,7 +53,8 @@ def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, bas
     capsys.readouterr()
     main(["build-model", "--data", str(data), "--out", str(out), "--dry-run"])
     plan = capsys.readouterr().out
-    assert "first  ~" in plan and "200 steps (done)" in plan and "total  ~" in plan
+    assert "first  ~" in plan and "200 steps at" in plan and plan.count("(done)") == 6
+    assert plan.rstrip().endswith("~0m00s left")
 
 
 def test_build_model_names_bad_input(tmp_path, capsys):
