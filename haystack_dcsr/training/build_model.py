@@ -57,7 +57,7 @@ def plan(recipe: Dict, budget: str, questions: int, work: Optional[Path] = None)
     ``work`` (either training stage's: they share batch and lengths), else the budget's ``seconds_per_step``."""
     spec = recipe["budgets"][budget]
     logged = [t for stage in ("hard", "first") for t in _step_times(work / stage)] if work else []
-    per_step = round(statistics.median(logged) if logged else float(spec["seconds_per_step"]), 1)
+    per_step = round(statistics.median(logged) if logged else float(spec["seconds_per_step"]), 2)
 
     def steps(stage: str) -> int:
         settings = spec[stage]
