@@ -54,7 +54,10 @@ def load_recipe(path: Path, budget: str) -> Dict:
 
 def plan(recipe: Dict, budget: str, questions: int, work: Optional[Path] = None) -> List[Dict]:
     """Each stage with an estimate of its seconds: training steps x the median step time logged under
-    ``work`` (either training stage's: they share batch and lengths), else the budget's ``seconds_per_step``."""
+    ``work`` (either training stage's: they share batch and lengths), else the budget's ``seconds_per_step``;
+    a training stage also says how many of its steps a checkpoint under ``work`` already holds."""
+    from haystack_dcsr.training.checkpoints import newest_step
+
     spec = recipe["budgets"][budget]
     logged = [t for stage in ("hard", "first") for t in _step_times(work / stage)] if work else []
     per_step = round(statistics.median(logged) if logged else float(spec["seconds_per_step"]), 2)
@@ -72,6 +75,7 @@ def plan(recipe: Dict, budget: str, questions: int, work: Optional[Path] = None)
             "steps": steps(stage),
             "step_s": per_step,
             "logged": bool(logged),
+            "done_steps": min(newest_step(work / stage), steps(stage)) if work else 0,
         }
 
     return [
@@ -96,15 +100,12 @@ def _step_times(run: Path) -> List[float]:
 def seconds_left(stages: List[Dict], work: Path) -> Dict[str, float]:
     """What each stage has left: nothing once its ``.done`` marker is written; a training stage that
     stopped, its steps after the newest checkpoint (the run resumes there); any other, its estimate."""
-    from haystack_dcsr.training.checkpoints import newest_step
-
     left = {}
     for stage in stages:
         if (work / f"{stage['stage']}.done").is_file():
             left[stage["stage"]] = 0.0
         elif "steps" in stage:
-            done = min(newest_step(work / stage["stage"]), stage["steps"])
-            left[stage["stage"]] = stage["seconds"] * (1 - done / stage["steps"])
+            left[stage["stage"]] = stage["seconds"] * (1 - stage["done_steps"] / stage["steps"])
         else:
             left[stage["stage"]] = stage["seconds"]
     return left
@@ -122,8 +123,6 @@ def build_model(
 ) -> Path:
     """Build the recommended model into ``out`` (a model directory); see the module docstring."""
     from tqdm.auto import tqdm
-
-    from haystack_dcsr.training.checkpoints import newest_step
 
     recipe = load_recipe(recipe_path, budget)
     train, out = Path(train), Path(out)
@@ -145,7 +144,7 @@ def build_model(
             if left[name] == 0:
                 state = " (done)"
             elif left[name] < stage["seconds"]:
-                state = f" (resumes at step {newest_step(work / name)}: ~{_duration(left[name])} left)"
+                state = f" (resumes at step {stage['done_steps']}: ~{_duration(left[name])} left)"
             else:
                 state = ""
             print(f"{name:6s} ~{_duration(stage['seconds'])}{steps}{state}")

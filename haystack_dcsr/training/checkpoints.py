@@ -43,10 +43,15 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be resumed; the message names it and what to do."""
 
 
+def _numbered(output: Path) -> List[Path]:
+    """The complete ``checkpoint-<step>/`` directories in ``output``, oldest first (``state.pt`` is written last)."""
+    return [path.parent for path in sorted(Path(output).glob("checkpoint-*/state.pt"))]
+
+
 def newest_step(output: Path) -> int:
     """The step of the newest complete checkpoint of the run in ``output`` (0: none), e.g. for an ETA."""
-    found = sorted(Path(output).glob("checkpoint-*/state.pt"))
-    return int(found[-1].parent.name.rsplit("-", 1)[1]) if found else 0
+    found = _numbered(output)
+    return int(found[-1].name.rsplit("-", 1)[1]) if found else 0
 
 
 class Checkpoints:
@@ -57,9 +62,8 @@ class Checkpoints:
 
     def all(self) -> List[Path]:
         """Complete checkpoints, oldest first (``checkpoint/`` of runs before retention counts as oldest)."""
-        found = sorted(self.output.glob("checkpoint-*/state.pt")) if self.output.is_dir() else []
         legacy = self.output / "checkpoint" / "state.pt"
-        return ([legacy.parent] if legacy.is_file() else []) + [path.parent for path in found]
+        return ([legacy.parent] if legacy.is_file() else []) + _numbered(self.output)
 
     def save(self, step: int, state: Callable[[], Dict]) -> Path:
         """``checkpoint-<step>/`` with ``state()`` (read on the main rank only) and every rank's RNG state;
