@@ -27,16 +27,16 @@ def the_map(retriever, store):
 
 @pytest.fixture
 def scans(monkeypatch):
-    """Records each SQL read of vector rows: None for a full scan, else how many vector ids."""
+    """Records each SQL read of the map's rows: None for a full scan, else how many vector ids."""
     calls = []
-    real = sentence_search.vector_rows
+    real = sentence_search.vector_columns
 
     def spy(document_store, index, vector_ids=None):
         ids = None if vector_ids is None else list(vector_ids)
         calls.append(None if ids is None else len(ids))
         return real(document_store, index, ids)
 
-    monkeypatch.setattr(sentence_search, "vector_rows", spy)
+    monkeypatch.setattr(sentence_search, "vector_columns", spy)
     return calls
 
 

@@ -15,13 +15,13 @@ is never a hit.
 import dataclasses
 import json
 import zipfile
+from array import array
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from haystack_dcsr.core.sentence_units import PassageRef, SentencePosition, sentence_id
-from haystack_dcsr.haystack1.sql_rows import VectorRow
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
 MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
@@ -54,6 +54,76 @@ class Fingerprint:
         }
 
 
+class SentenceRows:
+    """SQL rows that have vector ids, as the columns a map is built from: each row's vector id, passage,
+    sentence index and passage version (count and fingerprint), a few bytes a row. Passage ids and
+    version fingerprints are stored once each; a row that is no DCSR sentence has passage -1.
+
+    Fill with ``add`` (rows in any order), then ``finish``; a vector id added twice keeps its last row."""
+
+    def __init__(self):
+        self.passage_ids: List[str] = []  # passage number -> id, in order of first appearance
+        self.version_names: List[str] = []  # version number -> fingerprint
+        self._passage_numbers: Dict[str, int] = {}
+        self._version_numbers: Dict[str, int] = {}
+        self._columns = self._empty_columns()
+        self.vector_id = self.passage = self.sentence = self.count = self.version = np.zeros(0, np.int64)
+
+    @staticmethod
+    def _empty_columns() -> Dict[str, array]:
+        return {"vector_id": array("q"), **{name: array("i") for name in ("passage", "sentence", "count", "version")}}
+
+    def __len__(self) -> int:
+        return len(self.vector_id)
+
+    def add(self, vector_id: int, where: Optional[SentencePosition]) -> None:
+        columns = self._columns
+        columns["vector_id"].append(vector_id)
+        if where is None:
+            for name in ("passage", "sentence", "count", "version"):
+                columns[name].append(-1)
+            return
+        columns["passage"].append(self._number(where.passage_id, self._passage_numbers, self.passage_ids))
+        columns["sentence"].append(where.index)
+        columns["count"].append(where.count)
+        columns["version"].append(self.version_number(where.version))
+
+    def passage_number(self, passage_id: str) -> int:
+        return self._passage_numbers[passage_id]
+
+    def version_number(self, version: str) -> int:
+        return self._number(version, self._version_numbers, self.version_names)
+
+    @staticmethod
+    def _number(name: str, numbers: Dict[str, int], names: List[str]) -> int:
+        number = numbers.get(name)
+        if number is None:
+            number = numbers[name] = len(names)
+            names.append(name)
+        return number
+
+    def finish(self, unplaced: Iterable[int] = ()) -> "SentenceRows":
+        """Turn the columns into arrays, one row per vector id (its last); ``unplaced`` vector ids that
+        no added row has become rows without a DCSR position."""
+        arrays = {name: np.frombuffer(column, dtype=column.typecode) for name, column in self._columns.items()}
+        ids = arrays["vector_id"]
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # a table scan is usually in id order already
+            order = np.argsort(ids, kind="stable")
+            last = np.ones(len(ids), dtype=bool)
+            last[:-1] = ids[order][1:] != ids[order][:-1]
+            arrays = {name: values[order[last]] for name, values in arrays.items()}
+        extra = np.setdiff1d(np.fromiter(unplaced, dtype=np.int64), arrays["vector_id"])
+        if len(extra):
+            arrays = {
+                name: np.concatenate([values, extra if name == "vector_id" else np.full(len(extra), -1, values.dtype)])
+                for name, values in arrays.items()
+            }
+        for name, values in arrays.items():
+            setattr(self, name, values)  # views of the columns where nothing was reordered: no copy
+        self._columns = self._empty_columns()
+        return self
+
+
 class SentenceMap:
     """vector id -> (passage key, sentence index); ``passages[key]`` is the passage version."""
 
@@ -81,39 +151,47 @@ class SentenceMap:
         """Vectors that stand for a current sentence."""
         return int(np.count_nonzero(self.vector_passage >= 0))
 
-    def with_rows(self, rows: Iterable[VectorRow], read_heads: HeadReader, ntotal: int) -> "SentenceMap":
+    def with_rows(self, rows: SentenceRows, read_heads: HeadReader, ntotal: int) -> "SentenceMap":
         """A new map: this one plus ``rows`` (rows of new vector ids, or all rows on a rebuild).
 
-        A passage whose sentence #0 now has another version gets a new key; the vectors of its
-        old version stop being hits."""
-        rows = list(rows)
-        size = max([ntotal, len(self.vector_passage)] + [row.vector_id + 1 for row in rows])
+        A passage's version is that of its sentence #0 (read from the store when ``rows`` lack it); a
+        sentence of another version maps to -1. A passage whose sentence #0 now has another version
+        gets a new key; the vectors of its old version stop being hits. Vectorised over the rows: the
+        only Python loop is over passages."""
+        vids, numbers = rows.vector_id, rows.passage
+        size = max(ntotal, len(self.vector_passage), int(vids.max()) + 1 if len(vids) else 0)
         vector_passage = np.full(size, -1, dtype=np.int32)
         vector_sentence = np.zeros(size, dtype=np.int32)
         vector_passage[: len(self.vector_passage)] = self.vector_passage
         vector_sentence[: len(self.vector_sentence)] = self.vector_sentence
-        by_passage: Dict[str, List[VectorRow]] = {}
-        for row in rows:
-            if row.where is None:
-                vector_passage[row.vector_id] = -1
-            else:
-                by_passage.setdefault(row.where.passage_id, []).append(row)
-        heads = {pid: row.where for pid, group in by_passage.items() for row in group if row.where.index == 0}
-        unknown = [pid for pid in by_passage if pid not in heads]
-        heads.update(read_heads(unknown) if unknown else {})
+        placed = numbers >= 0
+        vector_passage[vids[~placed]] = -1
+        n = len(rows.passage_ids)
+        head_count = np.full(n, -1, dtype=np.int64)
+        head_version = np.full(n, -1, dtype=np.int64)
+        at_head = placed & (rows.sentence == 0)
+        head_count[numbers[at_head]] = rows.count[at_head]
+        head_version[numbers[at_head]] = rows.version[at_head]
+        unknown = [rows.passage_ids[i] for i in np.flatnonzero(head_count < 0)]
+        for pid, head in (read_heads(unknown) if unknown else {}).items():
+            number = rows.passage_number(pid)
+            head_count[number], head_version[number] = head.count, rows.version_number(head.version)
         passages, keys, replaced = self.passages, self.keys, []
-        for pid, group in by_passage.items():
-            head = heads.get(pid)
+        key_of = np.full(n, -1, dtype=np.int64)
+        for number in np.flatnonzero(head_count >= 0):
+            pid = rows.passage_ids[number]
+            ref = PassageRef(pid, int(head_count[number]), rows.version_names[head_version[number]])
             key = keys.get(pid)
-            if head is not None and (key is None or passages[key] != PassageRef.of(head)):
+            if key is None or passages[key] != ref:
                 if key is not None:
                     replaced.append(key)
                 key = keys[pid] = len(passages)
-                passages.append(PassageRef.of(head))
-            for row in group:
-                current = head is not None and row.where.same_version(head)
-                vector_passage[row.vector_id] = key if current else -1
-                vector_sentence[row.vector_id] = row.where.index
+                passages.append(ref)
+            key_of[number] = key
+        vids, numbers = vids[placed], numbers[placed]
+        current = (rows.count[placed] == head_count[numbers]) & (rows.version[placed] == head_version[numbers])
+        vector_passage[vids] = np.where(current & (key_of[numbers] >= 0), key_of[numbers], -1)
+        vector_sentence[vids] = rows.sentence[placed]
         if replaced:
             vector_passage[np.isin(vector_passage, replaced)] = -1
         return SentenceMap(vector_passage, vector_sentence, passages, keys, ntotal)
@@ -206,13 +284,13 @@ class SentenceMap:
         return [int(mapped[i]) for i in picks]
 
 
-def check_in_sync(rows: Sequence[VectorRow], ntotal: int, keeps_ids: bool, describe: str) -> None:
+def check_in_sync(rows: SentenceRows, ntotal: int, keeps_ids: bool, describe: str) -> None:
     """Refuse an index whose SQL vector ids no longer point at their vectors.
 
     Removing vectors from a FAISS index that numbers them by position (Flat, HNSW, SQ, PQ: all
     but IVF) shifts every later vector down while Haystack keeps the old ids in SQL: each later
     id then names another sentence's vector. That shows as an id at or past ``ntotal``."""
-    largest = max((row.vector_id for row in rows), default=-1)
+    largest = int(rows.vector_id.max()) if len(rows) else -1
     if len(rows) > ntotal or (not keeps_ids and largest >= ntotal):
         raise IndexOutOfSyncError(
             f"{describe}: its FAISS index holds {ntotal} vectors but SQL gives {len(rows)} documents vector ids up to "

@@ -35,7 +35,14 @@ from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
 from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
 from haystack_dcsr.haystack1.sentence_docs import assemble_passage
 from haystack_dcsr.haystack1.sentence_map import SentenceMap, check_in_sync, map_path
-from haystack_dcsr.haystack1.sql_rows import doc_ids_at, fetch_documents, store_lock, vector_ids_matching, vector_rows
+from haystack_dcsr.haystack1.sql_rows import (
+    doc_ids_at,
+    fetch_documents,
+    store_lock,
+    vector_columns,
+    vector_ids_matching,
+    vector_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -166,11 +173,11 @@ class FaissSentenceSearch(SentenceSearch):
                     snapshot = self._saved_map(ntotal) or snapshot
                     rebuild = snapshot.ntotal == 0 and ntotal > 0 or ntotal < snapshot.ntotal
                 if rebuild or not self._probe(snapshot):
-                    rows = list(vector_rows(self.document_store, self.index))
+                    rows = vector_columns(self.document_store, self.index)
                     check_in_sync(rows, ntotal, keeps_ids=keeps_ids(faiss_index), describe=self._describe())
                     snapshot = SentenceMap.empty().with_rows(rows, self._read_heads, ntotal)
                 else:
-                    rows = list(vector_rows(self.document_store, self.index, range(snapshot.ntotal, ntotal)))
+                    rows = vector_columns(self.document_store, self.index, range(snapshot.ntotal, ntotal))
                     snapshot = snapshot.with_rows(rows, self._read_heads, ntotal)
             except BaseException:
                 self._stale = True

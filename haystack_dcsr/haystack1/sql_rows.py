@@ -9,12 +9,13 @@ caller and is not thread-safe, so every read below holds that store's lock (``st
 
 import threading
 import weakref
-from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
 from haystack_dcsr.core.sentence_units import META, SentencePosition
+from haystack_dcsr.haystack1.sentence_map import SentenceRows
 
 _SQL_BATCH = 5000
 _locks: "weakref.WeakKeyDictionary[BaseDocumentStore, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -90,14 +91,15 @@ def fetch_documents(
     return list(documents.values())
 
 
-def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] = None) -> Iterator[VectorRow]:
-    """Rows that have a vector id (all of them, or those with the given vector ids), with their
-    DCSR position. One pass over the table when ``vector_ids`` is None; by the (index, vector_id)
-    unique index otherwise.
+def _vector_joins(document_store, index: str, vector_ids: Optional[Iterable[int]]) -> Iterator[Tuple]:
+    """``(doc id, vector id, meta index, DCSR meta)`` for each row that has a vector id (all of them, or
+    those with the given vector ids), streamed from SQL. One pass over the table when ``vector_ids`` is
+    None; by the (index, vector_id) unique index otherwise. A document yields one tuple per ``dcsr`` meta
+    row of its id in any index (``meta index`` tells whose), or one with ``None`` when it has none.
 
-    The meta rows are joined by document id alone (the index is checked here, in Python): SQLite
-    would otherwise walk the meta table through its ``document_index`` or ``name`` index, which
-    every row shares, once per document (hours at a million sentences)."""
+    The meta rows are joined by document id alone (the index is checked by the caller): SQLite would
+    otherwise walk the meta table through its ``document_index`` or ``name`` index, which every row
+    shares, once per document (hours at a million sentences)."""
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
     from sqlalchemy import and_, func
 
@@ -114,14 +116,33 @@ def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] 
         else:
             wanted = [str(v) for v in vector_ids]
             queries = [base.filter(DocumentORM.vector_id.in_(chunk)) for chunk in _chunks(wanted)]
-        # rows go straight into the dict, streamed: never a list of all SQL rows beside it (at 5M
-        # sentences that list alone held several GB)
-        found: Dict[str, VectorRow] = {}
         for query in queries:
-            for doc_id, vector_id, meta_index, info in query.yield_per(_SQL_BATCH):
-                if doc_id not in found or meta_index == index:  # a same-id document of another index: own meta
-                    found[doc_id] = VectorRow(doc_id, int(vector_id), _position(info) if meta_index == index else None)
+            yield from query.yield_per(_SQL_BATCH)
+
+
+def vector_rows(document_store, index: str, vector_ids: Optional[Iterable[int]] = None) -> Iterator[VectorRow]:
+    """Rows that have a vector id (all of them, or those with the given vector ids), with their DCSR
+    position (None when the row is no DCSR sentence of ``index``). One object a row: for a few rows
+    (a query's hits, a deletion); a whole index is read as columns (``vector_columns``)."""
+    found: Dict[str, VectorRow] = {}
+    for doc_id, vector_id, meta_index, info in _vector_joins(document_store, index, vector_ids):
+        if doc_id not in found or meta_index == index:  # a same-id document of another index: own meta
+            found[doc_id] = VectorRow(doc_id, int(vector_id), _position(info) if meta_index == index else None)
     yield from found.values()
+
+
+def vector_columns(document_store, index: str, vector_ids: Optional[Iterable[int]] = None) -> SentenceRows:
+    """The rows ``vector_rows`` reads, as the columns a vector map is built from: a few bytes a row, so
+    mapping millions of sentence rows holds no Python object per row (at 5M rows those objects alone
+    were gigabytes)."""
+    columns = SentenceRows()
+    foreign: Dict[int, None] = {}  # vector ids seen only with another index's meta (rare): no DCSR position
+    for _doc_id, vector_id, meta_index, info in _vector_joins(document_store, index, vector_ids):
+        if meta_index == index or meta_index is None:
+            columns.add(int(vector_id), _position(info) if meta_index == index else None)
+        else:
+            foreign[int(vector_id)] = None
+    return columns.finish(unplaced=foreign)
 
 
 def vector_ids_matching(document_store, index: str, filters: FilterType) -> List[int]:
