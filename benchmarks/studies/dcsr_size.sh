@@ -12,7 +12,7 @@
 set -euo pipefail
 BASE=runs/bases/all-mpnet-base-v2
 sets() { mapfile -t "$1" < <(.venv/bin/python -m haystack_dcsr.training settings "$2" "$3" --sets); }
-sets RECIPE build_model.yaml budgets.cpu.first   # the recipe, then this study's own budget (studies.yaml)
+sets RECIPE build_model.yaml budgets.gpu.first   # the recipe, then this study's own budget (studies.yaml)
 sets SIZE studies.yaml dcsr_size
 STEPS=${STEPS:-$(.venv/bin/python -m haystack_dcsr.training settings studies.yaml dcsr_size.max_steps)}
 COMMON=(--no-resume "${RECIPE[@]}" "${SIZE[@]}" --set max_steps="$STEPS")

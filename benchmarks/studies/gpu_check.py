@@ -56,7 +56,7 @@ def random_minilm(tokenizer_dir: str, directory: Path, dropout: float, seed: int
 
 def run(model: str, records, out: Path, steps: int, **overrides) -> Dict:
     """``steps`` training steps; the losses and each step's wall time (synchronised on CUDA)."""
-    recipe = settings("build_model.yaml", "budgets.cpu.first")  # the README's recipe, less its warm-up (studies.yaml)
+    recipe = settings("build_model.yaml", "budgets.gpu.first")  # the README's recipe, less its warm-up (studies.yaml)
     values = dict(
         base_model=model,
         output_dir=str(out),

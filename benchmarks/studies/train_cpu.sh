@@ -36,7 +36,7 @@
 set -euo pipefail
 # the recipe: build_model.yaml's first CPU stage and studies.yaml's cpu_* keys (trainer/configs/ owns every value)
 sets() { mapfile -t "$1" < <(.venv/bin/python -m haystack_dcsr.training settings "$2" "$3" --sets); }
-sets RECIPE build_model.yaml budgets.cpu.first
+sets RECIPE build_model.yaml budgets.gpu.first
 sets CPU studies.yaml cpu_dcsr
 sets MARKER studies.yaml cpu_marker
 sets CONTRAST studies.yaml contrast_stage

@@ -3,7 +3,8 @@
 Stages, each writing its output under ``<out>/work/`` and a ``<stage>.done`` marker once it is whole,
 so a command run again (after a kill, or to change a later stage) skips what is done:
 
-1. ``data``: SQuAD JSON(.gz) -> training records and a passage corpus (or the trainer's JSONL as given);
+1. ``data``: SQuAD JSON(.gz) -> training records and a passage corpus (or the trainer's JSONL as given); a
+   budget with ``questions`` keeps a seeded sample of that many (the corpus stays whole);
 2. ``bm25``: BM25 hard negatives for every question (the core's sparse BM25);
 3. ``first``: a first DCSR model on them;
 4. ``dense``: that model's own hard negatives (the paper's DCSR-hard mining: exact search, HasAns);
@@ -132,7 +133,8 @@ def build_model(
     if not squad and corpus is None:
         raise BuildError(f"{train} holds training records: give the passages they come from with --corpus")
     work = out / "work"
-    questions = _count_questions(train, squad)
+    available = _count_questions(train, squad)
+    questions = min(available, int(recipe["budgets"][budget].get("questions") or available))
     stages = plan(recipe, budget, questions, work)
     left = seconds_left(stages, work)
     if dry_run:
@@ -150,7 +152,7 @@ def build_model(
             print(f"{name:6s} ~{_duration(stage['seconds'])}{steps}{state}")
         total = sum(s["seconds"] for s in stages)
         print(
-            f"total  ~{_duration(total)} for {questions} questions, budget {budget!r}; "
+            f"total  ~{_duration(total)} for {questions} of {available} questions, budget {budget!r}; "
             f"~{_duration(sum(left.values()))} left"
         )
         return out
@@ -172,7 +174,7 @@ def build_model(
             continue
         bar.set_postfix_str(f"{stage}; ETA {_duration(sum(remaining.values()))}")
         started = time.perf_counter()
-        _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides)
+        _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides, questions)
         marker.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1)}))
         remaining.pop(stage)
         bar.update(1)
@@ -180,16 +182,18 @@ def build_model(
     return out
 
 
-def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides) -> None:
+def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overrides, questions) -> None:
     from haystack_dcsr.training.data import load_records, read_corpus, squad_to_records, write_corpus, write_records
 
     if stage == "data":
         if squad:
             records, passages = squad_to_records(train, id_prefix="train-")
-            write_records(records, paths["records"])
             write_corpus(passages, paths["corpus"])
         else:
-            shutil.copyfile(train, paths["records"])
+            records = load_records(train).records
+        if questions < len(records):  # the budget's sample (seeded): every later stage reads only these
+            records = random.Random(0).sample(records, questions)
+        write_records(records, paths["records"])
         if dev is not None:
             jsonl = ".jsonl" in dev.suffixes
             dev_records = load_records(dev).records if jsonl else squad_to_records(dev, id_prefix="dev-")[0]

@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("settings", help="print settings of a recipe file in trainer/configs/ (for scripts)")
     p.add_argument("file", help="a YAML recipe, e.g. trainer/configs/build_model.yaml")
-    p.add_argument("key", nargs="?", default="", help="a dotted key, e.g. budgets.cpu.first (default: the whole file)")
+    p.add_argument("key", nargs="?", default="", help="a dotted key, e.g. budgets.gpu.first (default: the whole file)")
     p.add_argument("--sets", action="store_true", help="print a mapping as --set KEY=VALUE lines for dcsr-train train")
     p.set_defaults(func=print_settings)
 

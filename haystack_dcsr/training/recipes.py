@@ -1,7 +1,7 @@
 """Read settings out of the recipe files in ``trainer/configs/``, the one place a recipe is written.
 
 Scripts take their learning rates, warm-ups, step counts and batch sizes from here instead of writing their own:
-``dcsr-train settings trainer/configs/build_model.yaml budgets.cpu.first --sets`` prints ``--set KEY=VALUE``
+``dcsr-train settings trainer/configs/build_model.yaml budgets.gpu.first --sets`` prints ``--set KEY=VALUE``
 arguments for ``dcsr-train train``; Python reads the same mapping with :func:`settings`.
 """
 

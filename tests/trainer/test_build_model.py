@@ -16,9 +16,20 @@ def base(tmp_path_factory):
 
 
 def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, base, capsys):
+    """The shipped recipe with its cpu budget's question sample set to half the tiny corpus's 16 questions."""
+    import yaml
+
+    from haystack_dcsr.training.build_model import DEFAULT_RECIPE
+
     data = tiny_squad(tmp_path / "train.json")
     out = tmp_path / "model"
+    recipe = yaml.safe_load(DEFAULT_RECIPE.read_text())
+    recipe["budgets"]["cpu"]["questions"] = 8
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    (tmp_path / recipe["train_config"]).write_text((DEFAULT_RECIPE.parent / recipe["train_config"]).read_text())
     settings = [
+        "--recipe",
+        str(tmp_path / "recipe.yaml"),
         "--set",
         f"base_model={base}",
         "--set",
@@ -38,8 +49,13 @@ def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, bas
     }
     assert (out / "dcsr_model.json").is_file() and (out / "query_encoder").is_dir()
     assert "Built by `dcsr-train build-model --budget cpu`" in (out / "README.md").read_text()
+    records = [json.loads(line) for line in (out / "work" / "train.jsonl").read_text().splitlines()]
     hard = [json.loads(line) for line in (out / "work" / "train_hard.jsonl").read_text().splitlines()]
-    assert len(hard) == 16 and all(r["hard_negative_ctxs"] for r in hard)  # the first model's own negatives
+    assert len(records) == 8 and len({r["question"] for r in records}) == 8  # the budget's sample
+    assert [r["question"] for r in hard] == [r["question"] for r in records]  # every stage reads only it
+    assert all(r["hard_negative_ctxs"] for r in hard)  # the first model's own negatives
+    corpus = (out / "work" / "corpus.jsonl").read_text().splitlines()
+    assert len(corpus) == len({p["context"] for a in json.loads(data.read_text())["data"] for p in a["paragraphs"]})
     from haystack.document_stores import InMemoryDocumentStore
 
     from haystack_dcsr import DCSRRetriever
@@ -51,9 +67,10 @@ def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, bas
     main(["build-model", "--data", str(data), "--out", str(out), *settings])
     assert (out / "dcsr_model.json").stat().st_mtime_ns == stamp
     capsys.readouterr()
-    main(["build-model", "--data", str(data), "--out", str(out), "--dry-run"])
+    main(["build-model", "--data", str(data), "--out", str(out), "--dry-run", *settings[:2]])
     plan = capsys.readouterr().out
-    assert "first  ~" in plan and "200 steps at" in plan and plan.count("(done)") == 6
+    assert "first  ~" in plan and "100 steps at" in plan and plan.count("(done)") == 6
+    assert "for 8 of 16 questions" in plan
     assert plan.rstrip().endswith("~0m00s left")
 
 

@@ -22,7 +22,7 @@ def test_dotted_keys_and_list_positions(tmp_path):
 
 
 def test_the_shipped_recipes_are_found_by_name_and_printed_as_set_arguments(capsys):
-    first = settings("build_model.yaml", "budgets.cpu.first")  # found in trainer/configs/ from any directory
+    first = settings("build_model.yaml", "budgets.gpu.first")  # found in trainer/configs/ from any directory
     assert first["max_steps"] == 200 and first["lr"] == 3e-5
     assert set_arguments({"max_steps": None, "lr": 1e-5, "pooling": "mean"}) == [
         "--set", "max_steps=null", "--set", "lr=1e-05", "--set", "pooling=mean"
