@@ -12,7 +12,7 @@ and dev, `squad_data.read_squad`'s ids and order), exact sentence search and Has
 
     python benchmarks/studies/gpu_train.py pack-model all-MiniLM-L6-v2 --out .gpu/minilm   # here: fp16, xz
     # on the GPU machine, with the SQuAD v1.1 files (JSON, .gz or .xz) in DIR:
-    python benchmarks/studies/gpu_build_model.py --squad DIR --base .gpu/minilm --budget cpu --out gpu_out
+    python benchmarks/studies/gpu_build_model.py --squad DIR --base .gpu/minilm --budget gpu --out gpu_out
 """
 
 import argparse
@@ -56,7 +56,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--squad", type=Path, required=True, help="folder with train-v1.1.json and dev-v1.1.json")
     parser.add_argument("--base", type=Path, required=True, help="the base model (a pack-model folder or HF dir)")
-    parser.add_argument("--budget", default="cpu", help="build_model.yaml's budget (cpu, gpu)")
+    parser.add_argument("--budget", default="gpu", help="build_model.yaml's budget (gpu, cpu)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/dcsr_build"))
     parser.add_argument("--name", default=None, help="the run's name in the report (default build_<budget>)")
