@@ -109,8 +109,8 @@ class SentenceRows:
         ids = arrays["vector_id"]
         if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # a table scan is usually in id order already
             order = np.argsort(ids, kind="stable")
-            last = np.ones(len(ids), dtype=bool)
-            last[:-1] = ids[order][1:] != ids[order][:-1]
+            ordered = ids[order]
+            last = np.append(ordered[1:] != ordered[:-1], True)  # the last of each run of one id
             arrays = {name: values[order[last]] for name, values in arrays.items()}
         extra = np.setdiff1d(np.fromiter(unplaced, dtype=np.int64), arrays["vector_id"])
         if len(extra):
