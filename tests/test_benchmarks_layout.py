@@ -104,3 +104,15 @@ def test_nothing_names_a_remote_execution_setup():
         cwd=ROOT,
     )
     assert listed.stdout == ""
+
+
+def test_cost_growth_without_the_ann_cache_says_which_command_makes_it(monkeypatch, tmp_path, capsys):
+    from benchmark_scripts import load_benchmark
+
+    cost_growth = load_benchmark("cost_growth")
+    monkeypatch.setattr(cost_growth, "VECTORS", cost_growth.ROOT / "benchmarks" / "cache" / "no-such" / "v.npy")
+    monkeypatch.setattr("sys.argv", ["cost_growth.py", "--sizes", "1000", "--out", str(tmp_path / "r.json")])
+    with pytest.raises(SystemExit) as stop:
+        cost_growth.main()
+    assert stop.value.code == 2
+    assert "ann_study.py --prepare-only" in capsys.readouterr().err and not (tmp_path / "r.json").exists()

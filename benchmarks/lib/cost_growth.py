@@ -300,6 +300,11 @@ def main() -> None:
         result = build(args) if args.step == "build" else query(args)
         print(json.dumps(result), flush=True)
         return
+    if not VECTORS.is_file():
+        parser.error(
+            f"{VECTORS.relative_to(ROOT)} is missing: the real passages' sentence vectors come from the ANN study's "
+            "cache; make it first with `python benchmarks/studies/ann_study.py --prepare-only` (~10 min on 2 cores)"
+        )
     report = json.loads(args.out.read_text()) if args.out.is_file() else {}
     report.update(factory=args.factory, search_params=args.search_params, top_n_sentences=args.top_n)
     rows = {row["size"]: row for row in report.get("rows", [])}
