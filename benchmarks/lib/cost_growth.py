@@ -171,6 +171,7 @@ def build(args) -> dict:
         sample = np.concatenate(sample)[:want]
         store.train_index(embeddings=sample)
     report["train_s"] = round(time.perf_counter() - start, 1)
+    peaks = report["peak_rss_gib_after"] = {"corpus_and_train": peak_rss_gib()}  # which phase sets the peak
     start = time.perf_counter()
     store.write_documents(
         [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)],
@@ -178,6 +179,7 @@ def build(args) -> dict:
     )
     report["real_write_s"] = round(time.perf_counter() - start, 1)
     report["haystack_write_rows_per_s"] = round(len(sentences) / report["real_write_s"])
+    peaks["real_write"] = peak_rss_gib()
     written, index_add_s = len(sentences), 0.0
     start = time.perf_counter()
     for docs, synthetic in distractors(n_synthetic, counts, vectors):
@@ -187,6 +189,7 @@ def build(args) -> dict:
     report["distractor_write_s"] = round(time.perf_counter() - start, 1)
     report["distractor_index_add_s"] = round(index_add_s, 1)
     report["sentences"] = written
+    peaks["distractor_write"] = peak_rss_gib()
     assert store.get_document_count() == store.get_embedding_count() == written
     start = time.perf_counter()
     index_path = workdir / "index.faiss"
@@ -194,6 +197,7 @@ def build(args) -> dict:
     retriever = served_retriever(store, args)
     retriever.save_index_map(index_path)  # maps the index (one SQL scan) and saves the map beside it
     report["save_and_map_s"] = round(time.perf_counter() - start, 1)
+    peaks["save_and_map"] = peak_rss_gib()
     report["build_wall_s"] = round(time.perf_counter() - began, 1)  # the whole step, corpus loading included
     report["build_peak_rss_gib"] = peak_rss_gib()
     report["disk_bytes"] = {p.name: p.stat().st_size for p in workdir.iterdir() if p.is_file()}
