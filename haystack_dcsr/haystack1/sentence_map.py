@@ -189,8 +189,9 @@ class SentenceMap:
                 passages.append(ref)
             key_of[number] = key
         vids, numbers = vids[placed], numbers[placed]
+        # current: the version of its passage's head (a passage without a known head has count -1: never)
         current = (rows.count[placed] == head_count[numbers]) & (rows.version[placed] == head_version[numbers])
-        vector_passage[vids] = np.where(current & (key_of[numbers] >= 0), key_of[numbers], -1)
+        vector_passage[vids] = np.where(current, key_of[numbers], -1)
         vector_sentence[vids] = rows.sentence[placed]
         if replaced:
             vector_passage[np.isin(vector_passage, replaced)] = -1

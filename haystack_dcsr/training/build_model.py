@@ -192,8 +192,11 @@ def _run_stage(stage, recipe, budget, train, dev, squad, paths, work, out, overr
         else:
             records = load_records(train).records
         if questions < len(records):  # the budget's sample (seeded): every later stage reads only these
-            records = random.Random(0).sample(records, questions)
-        write_records(records, paths["records"])
+            write_records(random.Random(0).sample(records, questions), paths["records"])
+        elif squad:
+            write_records(records, paths["records"])
+        else:  # the user's records as given, every field kept
+            shutil.copyfile(train, paths["records"])
         if dev is not None:
             jsonl = ".jsonl" in dev.suffixes
             dev_records = load_records(dev).records if jsonl else squad_to_records(dev, id_prefix="dev-")[0]
