@@ -2,6 +2,7 @@
 trainer/configs/, and nothing that describes one particular remote machine instead of "a machine with CUDA torch"."""
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -116,3 +117,24 @@ def test_cost_growth_without_the_ann_cache_says_which_command_makes_it(monkeypat
         cost_growth.main()
     assert stop.value.code == 2
     assert "ann_study.py --prepare-only" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+
+
+def test_scale_report_tables_the_growth_report_and_leaves_side_studies_alone(monkeypatch, tmp_path):
+    """`scale.py report` on the shipped results: the growth table from cost_growth.json (one row a size, the 1M
+    build's peak RAM in it), and a side study with its own layout beside it (cost_growth_200k_columns.json) is
+    not read as a growth report."""
+    import shutil
+
+    from benchmark_scripts import load_benchmark
+
+    for name in ("cost_growth.json", "cost_growth_200k_columns.json"):
+        shutil.copy(BENCHMARKS / "results" / name, tmp_path / name)
+    scale_report = load_benchmark("scale_report")
+    monkeypatch.setattr(scale_report, "RESULTS", tmp_path)
+    monkeypatch.setattr("sys.argv", ["scale_report.py"])
+    scale_report.main()
+    rows = [line for line in (tmp_path / "cost_growth.md").read_text().splitlines() if line.startswith("| 1,000,000")]
+    report = json.loads((tmp_path / "cost_growth.json").read_text())
+    million = next(r for r in report["rows"] if r["size"] == 1_000_000)["build"]["build_peak_rss_gib"]
+    assert len(rows) == 1 and f"| {million} |" in rows[0] and million <= 8
+    assert (tmp_path / "cost_growth.svg").read_text().lstrip().startswith("<?xml")

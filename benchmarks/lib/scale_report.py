@@ -112,21 +112,20 @@ def growth_series(report: Dict) -> Dict[str, List[float]]:
     }
 
 
-def growth_svg(reports: List[Dict], path: Path) -> None:
-    """One panel per index: each cost against the number of passages, log-log."""
+def growth_svg(report: Dict, path: Path) -> None:
+    """Each cost against the number of passages, log-log."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(reports), figsize=(7 * len(reports), 5), squeeze=False)
-    for ax, report in zip(axes[0], reports):
-        rows = [r for r in report["rows"] if "query" in r]
-        sizes = [r["size"] for r in rows]
-        for name, values in growth_series({**report, "rows": rows}).items():
-            ax.plot(sizes, [v if v else float("nan") for v in values], marker="o", label=name)
-        ax.set_title(f"{report['factory']} {report['search_params'] or ''}")
-        _log_axes(ax)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    rows = [r for r in report["rows"] if "query" in r]
+    sizes = [r["size"] for r in rows]
+    for name, values in growth_series({**report, "rows": rows}).items():
+        ax.plot(sizes, [v if v else float("nan") for v in values], marker="o", label=name)
+    ax.set_title(f"{report['factory']} {report['search_params'] or ''}")
+    _log_axes(ax)
     fig.tight_layout()
     fig.savefig(path, format="svg")
     plt.close(fig)
@@ -159,9 +158,10 @@ def main() -> None:
                 {"rows": rows}, "retrieve_ms_p50", "retrieve p50 (ms), one query at a time", RESULTS / "ann_latency.svg"
             )
         pareto_svg(report, "bytes_per_passage", "index bytes per passage (log)", RESULTS / "ann_bytes.svg", log_x=True)
-    growth = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("cost_growth*.json"))]
-    if growth:
-        (RESULTS / "cost_growth.md").write_text("\n".join(growth_table(report) for report in growth))
+    growth_json = RESULTS / "cost_growth.json"  # the report cost_growth.py writes; side studies sit beside it
+    if growth_json.is_file():
+        growth = json.loads(growth_json.read_text())
+        (RESULTS / "cost_growth.md").write_text(growth_table(growth))
         growth_svg(growth, RESULTS / "cost_growth.svg")
 
 
