@@ -120,16 +120,14 @@ def tiny_squad(path, n=16):
 
 
 def core_ranking(model, question, drop=None, top_k=5):
-    """The ranking both Haystack adapters must serve for ``question`` over ``CORPUS`` when passage ``drop``
-    (a title) can no longer be served: the core alone (exact sentence index, ``rank_hits`` with that passage
-    ``gone``), as [(title, HasAns)]."""
+    """The ranking every adapter and engine must serve for ``question`` over ``CORPUS`` when passage ``drop``
+    (a title) can no longer be served: the core alone (the exact sentence index under the ranking driver, that
+    passage removed), as [(title, HasAns)]."""
     from haystack_dcsr.core.exact_index import ExactSentenceIndex
-    from haystack_dcsr.core.hasans import rank_hits
+    from haystack_dcsr.core.passage_ranking import rank_passages
 
     units = model.passage_units([text for _, text in CORPUS])
     index = ExactSentenceIndex(model.encode_passages(units), [len(u) for u in units])
-    scores, rows = next(index.search(model.encode_queries([question]), top_n=len(index)))
-
-    gone = [i for i, (title, _) in enumerate(CORPUS) if title == drop]
-    ranked = rank_hits(scores, index.owner[rows], model.temperature, top_k=top_k, gone=gone)
-    return [(CORPUS[int(p)][0], float(h)) for p, h in zip(ranked.passages, ranked.hasans)]
+    index.remove(i for i, (title, _) in enumerate(CORPUS) if title == drop)
+    ranked = rank_passages(index, model.encode_queries([question]), model.temperature, len(index), top_k)[0]
+    return [(CORPUS[p.ref][0], p.hasans) for p in ranked]

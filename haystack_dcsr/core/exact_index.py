@@ -4,18 +4,20 @@ The framework-free way to rank passages with DCSR: the trainer's validation and 
 benchmarks, and anyone with vectors and no document store. Queries are scored against all sentence
 vectors (on the index's device: a GPU when there is one), the top ``top_n`` sentences of each are kept,
 and passages are ranked by HasAns over them (``hasans.rank_hits``), exactly as the Haystack retrievers
-rank the hits of their stores.
+rank the hits of their stores. It is also a ``passage_ranking.SentenceIndex`` (passages are their numbers,
+``remove`` stops serving some), so ``rank_passages`` runs over it as over any engine.
 """
 
-from typing import List, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES, PassageScores, rank_hits
+from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
 
 
-class ExactSentenceIndex:
+class ExactSentenceIndex(MaplessIndex):
     """Sentence vectors of passages, row ``i`` belonging to passage ``owner[i]``.
 
         index = ExactSentenceIndex(model.encode_passages(sentences_of_each_passage), [len(s) for s in ...])
@@ -40,6 +42,7 @@ class ExactSentenceIndex:
         self.vectors = matrix.to(device) if device is not None else matrix
         self.owner = np.repeat(np.arange(len(counts)), counts)
         self.starts = np.concatenate([[0], np.cumsum(counts)])
+        self.removed: set = set()
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -48,7 +51,7 @@ class ExactSentenceIndex:
         """The sentence vectors of passage number ``passage``."""
         return self.vectors[self.starts[passage] : self.starts[passage + 1]]
 
-    def search(self, query_vectors: np.ndarray, top_n: int = TOP_N_SENTENCES, batch_size: int = 512):
+    def top_sentences(self, query_vectors: np.ndarray, top_n: int = TOP_N_SENTENCES, batch_size: int = 512):
         """Per query, the ``top_n`` best sentence rows and their inner products (numpy), best first."""
         top_n = min(top_n, len(self.vectors))
         with torch.inference_mode():
@@ -68,5 +71,23 @@ class ExactSentenceIndex:
         """Per query, passages ranked by HasAns over its top ``top_n`` sentences (the first ``top_k``)."""
         return [
             rank_hits(scores, self.owner[rows], temperature, top_k=top_k)
-            for scores, rows in self.search(query_vectors, top_n)
+            for scores, rows in self.top_sentences(query_vectors, top_n)
         ]
+
+    def remove(self, passages: Iterable[int]) -> None:
+        """Stop serving these passages (their vectors stay, as in an engine whose deletes lag its index)."""
+        self.removed.update(int(p) for p in passages)
+
+    def search(self, query_vectors: np.ndarray, top_n: int, filters=None) -> List[SentenceHits]:
+        """``top_sentences`` as the driver's ``SentenceHits`` (passage numbers as passages; no filters)."""
+        if filters:
+            raise ValueError("ExactSentenceIndex has no meta to filter on: filter the passages before indexing them")
+        passages = range(len(self.starts) - 1)
+        return [
+            SentenceHits(scores, self.owner[rows], rows - self.starts[self.owner[rows]], passages)
+            for scores, rows in self.top_sentences(query_vectors, top_n)
+        ]
+
+    def read(self, passages: Sequence[int], known: Mapping = {}) -> Dict[int, Optional[range]]:
+        """Each served passage's sentence positions (the index holds vectors, not texts)."""
+        return {p: None if p in self.removed else range(self.starts[p + 1] - self.starts[p]) for p in passages}

@@ -58,17 +58,12 @@ def rank_hits(
     passage_keys: np.ndarray,
     temperature: float,
     top_k: Optional[int] = None,
-    gone: Iterable[int] = (),
 ) -> PassageScores:
-    """Passages ranked by HasAns over a query's retrieved sentences: the one ranking rule of the Haystack
-    adapters, the exact index, the trainer and the benchmarks. Passages in ``gone`` are ranked as if
-    never indexed: a store driver reads the top passages, adds those it can no longer serve (deleted,
-    re-written since they were indexed) and ranks again, until every top passage is served. The first
-    ``top_k`` passages are kept (all when None); ``sentence_probabilities`` covers the hits not ``gone``,
-    in input order (``kept_hits`` gives their mask)."""
-    passage_keys = np.asarray(passage_keys)
-    keep = kept_hits(passage_keys, gone)
-    ranked = hasans_scores(np.asarray(scores)[keep], passage_keys[keep], temperature)
+    """Passages ranked by HasAns over a query's retrieved sentences: the one ranking rule of every engine,
+    the trainer and the benchmarks (``passage_ranking.rank_passages`` drives it over an engine, leaving out the
+    hits of passages the engine can no longer serve). The first ``top_k`` passages are kept (all when None);
+    ``sentence_probabilities`` covers every hit, in input order."""
+    ranked = hasans_scores(np.asarray(scores), np.asarray(passage_keys), temperature)
     if top_k is not None:
         ranked = ranked._replace(
             passages=ranked.passages[:top_k], hasans=ranked.hasans[:top_k], log_none=ranked.log_none[:top_k]

@@ -10,20 +10,21 @@ LRU cache that is cleared whenever the map changes. Other stores go through thei
 ``query_by_embedding``, which must honour filters and return raw scores.
 
 Safe under threads and under batches with per-query filters: a search returns self-contained
-``Hits`` (they carry the passage table their keys point into), never keys into state that the
+``SentenceHits`` (they carry the passage table their keys point into), never keys into state that the
 next call rewrites; the map is replaced, not mutated; the cache and SQL reads hold locks.
 """
 
 import logging
 import threading
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
+from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits
 from haystack_dcsr.core.sentence_units import (
     PassageRef,
     current_sentences,
@@ -33,7 +34,6 @@ from haystack_dcsr.core.sentence_units import (
 )
 from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
 from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
-from haystack_dcsr.haystack1.sentence_docs import assemble_passage
 from haystack_dcsr.haystack1.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.haystack1.sql_rows import (
     doc_ids_at,
@@ -47,22 +47,11 @@ from haystack_dcsr.haystack1.sql_rows import (
 logger = logging.getLogger(__name__)
 
 NUMERIC_RANGE_STORES = ("QdrantDocumentStore",)  # $gt & co. on numbers only
-Passage = Tuple[Document, List[Document]]  # the rebuilt passage and its sentences in order
-
-
-class Hits(NamedTuple):
-    """The retrieved current sentences of one query, best first, and where each belongs."""
-
-    scores: np.ndarray  # raw inner products
-    passage_keys: np.ndarray  # int keys into ``passages``
-    sentence_indices: np.ndarray
-    passages: Sequence[PassageRef]  # owned by these hits, or an append-only table: never rewritten
-    vector_ids: Optional[np.ndarray] = None  # FAISS ids of the hits, checked against SQL when read
-    documents: Mapping[str, Document] = {}  # sentence Documents the search already read
 
 
 class SentenceSearch:
-    """Top-N sentence search over one index of a document store; see the module docstring."""
+    """Top-N sentence search over one index of a document store (a ``passage_ranking.SentenceIndex``); see
+    the module docstring."""
 
     def __init__(self, document_store: BaseDocumentStore, index: Optional[str] = None, cache_size: int = 0):
         self.document_store = document_store
@@ -76,19 +65,22 @@ class SentenceSearch:
             with self._cache_lock:
                 self._cache.clear()
 
-    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
+    def refresh(self) -> None:
+        self.invalidate()
+
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:
         raise NotImplementedError
 
     def note_embedding(self) -> None:
         """The retriever is embedding documents for this store (``update_embeddings`` runs)."""
         self.invalidate()
 
-    def fetch_passages(
+    def read(
         self, refs: Iterable[PassageRef], known: Mapping[str, Document] = {}
-    ) -> Dict[PassageRef, Optional[Passage]]:
-        """Each passage version rebuilt from its sentences, or None where the store no longer holds
-        all of that version's sentences (deleted, or re-written since it was indexed)."""
-        result: Dict[PassageRef, Optional[Passage]] = {}
+    ) -> Dict[PassageRef, Optional[List[Document]]]:
+        """Each passage version's sentences in order, or None where the store no longer holds all of
+        that version's sentences (deleted, or re-written since it was indexed)."""
+        result: Dict[PassageRef, Optional[List[Document]]] = {}
         uncached = []
         for ref in dict.fromkeys(refs):
             cached = self._cached(ref)
@@ -103,19 +95,17 @@ class SentenceSearch:
             for doc in fetch_documents(self.document_store, [sid for sid in wanted if sid not in documents], self.index)
         )
         for ref in uncached:
-            sentences = current_sentences(ref, documents)
-            result[ref] = None if sentences is None else (assemble_passage(sentences), sentences)
-            if sentences is not None and self._cache is not None:
+            result[ref] = current_sentences(ref, documents)
+            if result[ref] is not None and self._cache is not None:
                 with self._cache_lock:
                     self._cache[ref] = result[ref]
         return result
 
-    def verify(self, hits: Iterable[Tuple[int, str, PassageRef]]) -> bool:
-        """Do these (vector id, sentence id, passage version) hits still hold in the store? Only a
-        search that maps vector ids itself can be wrong about them."""
+    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
+        """Only a search that maps vector ids itself can be wrong about its hits (``FaissSentenceSearch``)."""
         return True
 
-    def _cached(self, ref: PassageRef) -> Optional[Passage]:
+    def _cached(self, ref: PassageRef) -> Optional[List[Document]]:
         if self._cache is None:
             return None
         with self._cache_lock:
@@ -239,11 +229,17 @@ class FaissSentenceSearch(SentenceSearch):
             for doc in fetch_documents(self.document_store, [head_id(pid) for pid in passage_ids], self.index)
         }
 
-    def verify(self, hits: Iterable[Tuple[int, str, PassageRef]]) -> bool:
+    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
         """One indexed read of the returned passages' supporting rows: a map that another
         retriever or process made stale (an index rebuilt in place to the same size, a passage
         re-written under the same vector ids) is caught before anything is returned."""
-        expected = {vector_id: (sid, ref) for vector_id, sid, ref in hits}
+        expected = {
+            int(found.vector_ids[s.hit]): (passage.sentences[s.sentence_index].id, passage.ref)
+            for passages, found in zip(ranked, hits)
+            if found.vector_ids is not None
+            for passage in passages
+            for s in passage.support
+        }
         if not expected:
             return True
         rows = {row.vector_id: row for row in vector_rows(self.document_store, self.index, expected)}
@@ -256,7 +252,7 @@ class FaissSentenceSearch(SentenceSearch):
     def _describe(self) -> str:
         return f"FAISSDocumentStore index {self.index!r}"
 
-    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:
         check_filters(filters)  # an unknown operator is an error, also on an empty index
         snapshot = self.current_map()
         faiss_index = self.faiss_index
@@ -270,11 +266,11 @@ class FaissSentenceSearch(SentenceSearch):
         if self.document_store.similarity == "cosine":
             queries = queries / np.linalg.norm(queries, axis=1, keepdims=True).clip(min=1e-12)
         if faiss_index.ntotal == 0:
-            return [_no_hits() for _ in queries]
+            return [SentenceHits.empty() for _ in queries]
         if filters:
             allowed = np.array(vector_ids_matching(self.document_store, self.index, filters), dtype=np.int64)
             if len(allowed) == 0:
-                return [_no_hits() for _ in queries]
+                return [SentenceHits.empty() for _ in queries]
             scores, vector_ids = search_selected(
                 faiss_index, queries, min(top_n, len(allowed)), allowed, self.search_params
             )
@@ -283,7 +279,7 @@ class FaissSentenceSearch(SentenceSearch):
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
             keep, keys, sentences = snapshot.lookup(row_ids)
-            hits.append(Hits(row_scores[keep], keys, sentences, snapshot.passages, row_ids[keep]))
+            hits.append(SentenceHits(row_scores[keep], keys, sentences, snapshot.passages, row_ids[keep]))
         return hits
 
 
@@ -298,11 +294,11 @@ class StoreSentenceSearch(SentenceSearch):
         name = type(document_store).__name__
         self._numeric_ranges = name if name in NUMERIC_RANGE_STORES else None
 
-    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[Hits]:
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:
         check_filters(filters, numeric_ranges=self._numeric_ranges)
         return [self._search_one(vector, top_n, filters) for vector in query_vectors]
 
-    def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[FilterType]) -> Hits:
+    def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[FilterType]) -> SentenceHits:
         try:
             docs = self.document_store.query_by_embedding(
                 vector, filters=filters, top_k=top_n, index=self.index, scale_score=False, return_embedding=False
@@ -332,7 +328,7 @@ class StoreSentenceSearch(SentenceSearch):
             hit_keys.append(key)
             sentences.append(w.index)
         scores = np.array([docs[row].score for row in rows], dtype=np.float32)
-        return Hits(
+        return SentenceHits(
             scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages, None, known
         )
 
@@ -342,10 +338,6 @@ def saved_map_path(document_store) -> Optional[Path]:
     params = getattr(document_store, "_component_config", {}).get("params", {})
     index_path = params.get("faiss_index_path")
     return None if index_path is None else map_path(index_path)
-
-
-def _no_hits() -> Hits:
-    return Hits(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32), ())
 
 
 def sentence_search_for(
@@ -358,6 +350,10 @@ def sentence_search_for(
 
     if isinstance(document_store, FAISSDocumentStore):
         return FaissSentenceSearch(document_store, index, cache_size, search_params)
+    if type(document_store).__name__ == "MilvusDocumentStore":  # pymilvus is imported only where it is used
+        from haystack_dcsr.haystack1.milvus_store import MilvusSentenceSearch
+
+        return MilvusSentenceSearch(document_store, index)
     if search_params:
         logger.warning(
             "search_params %s apply to FAISS indexes only; %s ignores them",

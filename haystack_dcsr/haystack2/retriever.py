@@ -5,7 +5,6 @@
 component for the common case, a query string in.
 """
 
-import logging
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -13,22 +12,13 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils.deserialization import deserialize_component_inplace
 
 from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles
-from haystack_dcsr.core.hasans import TOP_N_SENTENCES, rank_hits
+from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
-from haystack_dcsr.core.sentence_units import (
-    SUPPORT,
-    PassageRef,
-    assemble_passage,
-    current_sentences,
-    head_id,
-    position,
-)
+from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
 from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
-
-logger = logging.getLogger(__name__)
 
 
 @component
@@ -90,7 +80,8 @@ class DCSREmbeddingRetriever:
     ``meta["dcsr_sentences"]``. Sentences left over from an older version of a re-written passage are
     never counted or shown.
 
-    :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
+    :param document_store: ``InMemoryDocumentStore``, ``QdrantDocumentStore`` or ``MilvusDocumentStore`` holding
+        sentence Documents.
     :param model: the DCSR model the sentences were embedded with: only its settings are read (the HasAns
         temperature, whether vectors are normalised), no weights.
     :param filters: default filters (Haystack 2.x syntax, on the passages' meta, which sentences carry).
@@ -132,66 +123,21 @@ class DCSREmbeddingRetriever:
         if top_k is not None:
             check_parameters("DCSREmbeddingRetriever", top_k=top_k)
         filters = filters if filters is not None else self.filters
-        hits = self._sentences.search(query_embedding, self.top_n_sentences, filters)
-        return {"documents": self._rank(hits, self.top_k if top_k is None else top_k)}
-
-    def _rank(self, hits: List[Document], top_k: int) -> List[Document]:
-        """HasAns over the hits; the best passages are read whole. A hit that is not a current sentence
-        of its passage (left by re-writing it), or a passage that cannot be rebuilt, is dropped and
-        the ranking recomputed without it, so what is returned is exactly what is stored."""
         temperature = model_setting(self.temperature, self._settings, "temperature")
-        dropped: List[str] = []
-        while True:
-            keys = [position(doc).passage_id for doc in hits]
-            names, key_of = np.unique(np.array(keys, dtype=object), return_inverse=True) if hits else ([], [])
-            scores = rank_hits(
-                np.array([doc.score for doc in hits], dtype=np.float64),
-                np.asarray(key_of, dtype=np.int64),
-                temperature,
-                top_k=top_k,
-            )
-            chosen = [str(names[key]) for key in scores.passages]
-            stored = {doc.id: doc for doc in self._sentences.read(chosen)}
-            passages: Dict[str, Optional[List[Document]]] = {}
-            for pid in chosen:
-                head = stored.get(head_id(pid))
-                passages[pid] = None if head is None else current_sentences(PassageRef.of(position(head)), stored)
-            kept = [doc for doc in hits if self._current(doc, passages, stored)]
-            if len(kept) == len(hits):
-                break
-            dropped.extend(pid for pid, sentences in passages.items() if sentences is None)
-            hits = kept
-        if dropped:
-            logger.warning(
-                "Left out %d passage(s) the store no longer holds complete: %s",
-                len(set(dropped)),
-                ", ".join(sorted(set(dropped))[:5]),
-            )
-        return [self._passage(pid, passages[pid], hits, scores, key) for key, pid in zip(scores.passages, chosen)]
+        ranked = rank_passages(
+            self._sentences,
+            np.asarray([query_embedding], dtype=np.float32),
+            temperature,
+            self.top_n_sentences,
+            self.top_k if top_k is None else top_k,
+            [filters],
+        )[0]
+        return {"documents": [self._document(passage) for passage in ranked]}
 
     @staticmethod
-    def _current(hit: Document, passages: Dict[str, Optional[List[Document]]], stored: Dict[str, Document]) -> bool:
-        where = position(hit)
-        if where.passage_id not in passages:
-            return True  # not among the passages returned: its standing does not change the answer
-        sentences = passages[where.passage_id]
-        return sentences is not None and any(doc.id == hit.id and position(doc) == where for doc in sentences)
-
-    @staticmethod
-    def _passage(pid: str, sentences: List[Document], hits: List[Document], scores, key: int) -> Document:
-        doc_id, content, meta = assemble_passage(sentences)
-        rank = int(np.flatnonzero(scores.passages == key)[0])
-        support = [
-            {
-                "sentence_index": position(hit).index,
-                "text": hit.content,
-                "score": float(hit.score),
-                "probability": float(scores.sentence_probabilities[i]),
-            }
-            for i, hit in enumerate(hits)
-            if position(hit).passage_id == pid
-        ]
-        return Document(id=doc_id, content=content, meta={**meta, SUPPORT: support}, score=float(scores.hasans[rank]))
+    def _document(ranked: RankedPassage) -> Document:
+        doc_id, content, meta = passage_parts(ranked)
+        return Document(id=doc_id, content=content, meta=meta, score=ranked.hasans)
 
     def to_dict(self) -> Dict[str, Any]:
         return default_to_dict(
@@ -215,7 +161,8 @@ class DCSRRetriever:
     """DCSR retrieval from a query string: ``DCSRTextEmbedder`` and ``DCSREmbeddingRetriever`` in one
     component, for the common case (see ``DCSREmbeddingRetriever`` for what it returns).
 
-    :param document_store: ``InMemoryDocumentStore`` or ``QdrantDocumentStore`` holding sentence Documents.
+    :param document_store: ``InMemoryDocumentStore``, ``QdrantDocumentStore`` or ``MilvusDocumentStore`` holding
+        sentence Documents.
     :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
     :param filters: default filters (Haystack 2.x syntax), as for ``DCSREmbeddingRetriever``.
     :param top_k: passages returned.

@@ -1,45 +1,67 @@
-"""The sentence store behind the 2.x retriever: top-N sentence search and reading passages' sentences.
+"""The Haystack 2.x stores as sentence indexes (``core.passage_ranking.SentenceIndex``) for the ranking driver.
 
-Every Haystack 2.x store integration has its own embedding retriever component and filter
-translation; this module is the one place that knows them. Supported: ``InMemoryDocumentStore``
-(exact search) and ``QdrantDocumentStore`` (``qdrant-haystack``: HNSW, local or a cluster).
+Every Haystack 2.x store integration has its own embedding search, score scale and filter translation; this
+module is the one place that knows them. Supported: ``InMemoryDocumentStore`` (exact search),
+``QdrantDocumentStore`` (``qdrant-haystack``: HNSW, local or a cluster) and ``MilvusDocumentStore``
+(``milvus-haystack``: a Milvus server, a cluster or Milvus Lite). A hit's passage version is read off the hit
+itself, so a sentence left over from an older version of its passage (a re-write through the store, a direct
+delete) is a version the store cannot serve whole: the driver leaves it out.
 """
 
-from typing import Any, Dict, List, Optional, Protocol, Sequence
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
 from haystack import Document
 
-from haystack_dcsr.core.sentence_units import META
+from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
+from haystack_dcsr.core.sentence_units import META, PassageRef, current_sentences, passage_sentence_ids, position
 
 PASSAGE_FIELD = f"meta.{META}.passage_id"
-READ_CHUNK = 1_000  # passage ids per read: keeps an "in" filter small for every engine
+READ_CHUNK = 1_000  # ids per read: keeps an "in" filter small for every engine
+SPLITTER = "DCSRSentenceSplitter"
 
 
-class SentenceStore(Protocol):
-    def search(self, vector: Sequence[float], top_n: int, filters: Optional[Dict[str, Any]]) -> List[Document]: ...
-
-    def read(self, passage_ids: Sequence[str]) -> List[Document]: ...
-
-
-class _Store:
-    """Reading by passage id is the same for every store: one nested-meta ``in`` filter."""
+class StoreSentences(MaplessIndex):
+    """Search and read over one 2.x store; subclasses say how the store searches (``_search_one``)."""
 
     def __init__(self, document_store):
         self.document_store = document_store
 
-    def read(self, passage_ids: Sequence[str]) -> List[Document]:
+    def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
+        hits = []
+        for vector in np.asarray(query_vectors):
+            found = self._search_one(vector, top_n, filters)
+            positions = [position(doc, SPLITTER) for doc in found]
+            hits.append(SentenceHits.of([doc.score for doc in found], positions, {doc.id: doc for doc in found}))
+        return hits
+
+    def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[Dict[str, Any]]) -> List[Document]:
+        raise NotImplementedError
+
+    def read(self, passages: Sequence[PassageRef], known: Dict[str, Any]) -> Dict[PassageRef, Optional[list]]:
+        """Passages whose sentences were all hits come from the hits; the others are read from the store."""
+        result = {ref: current_sentences(ref, known) for ref in passages}
+        unread = [ref for ref, sentences in result.items() if sentences is None]
+        if unread:
+            stored = {doc.id: doc for doc in self._stored(unread)}
+            result.update((ref, current_sentences(ref, stored)) for ref in unread)
+        return result
+
+    def _stored(self, passages: Sequence[PassageRef]) -> List[Document]:
+        """Every sentence stored under these passages' ids: one nested-meta ``in`` filter per chunk."""
+        return self._filter_in(PASSAGE_FIELD, list(dict.fromkeys(ref.passage_id for ref in passages)))
+
+    def _filter_in(self, field: str, values: List[str]) -> List[Document]:
         found: List[Document] = []
-        ids = list(dict.fromkeys(passage_ids))
-        for start in range(0, len(ids), READ_CHUNK):
-            chunk = ids[start : start + READ_CHUNK]
-            found.extend(
-                self.document_store.filter_documents({"field": PASSAGE_FIELD, "operator": "in", "value": chunk})
-            )
+        for start in range(0, len(values), READ_CHUNK):
+            chunk = values[start : start + READ_CHUNK]
+            found.extend(self.document_store.filter_documents({"field": field, "operator": "in", "value": chunk}))
         return found
 
 
-class InMemorySentences(_Store):
-    def search(self, vector, top_n, filters):
+class InMemorySentences(StoreSentences):
+    def _search_one(self, vector, top_n, filters):
         return self.document_store.embedding_retrieval(
             query_embedding=list(map(float, vector)),
             filters=filters,
@@ -49,29 +71,72 @@ class InMemorySentences(_Store):
         )
 
 
-class QdrantSentences(_Store):
+class QdrantSentences(StoreSentences):
     def __init__(self, document_store):
         super().__init__(document_store)
         from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 
         self._retriever = QdrantEmbeddingRetriever(document_store=document_store, scale_score=False)
 
-    def search(self, vector, top_n, filters):
+    def _search_one(self, vector, top_n, filters):
         return self._retriever.run(query_embedding=list(map(float, vector)), filters=filters, top_k=top_n)["documents"]
 
 
-def sentence_store_for(document_store) -> SentenceStore:
+class MilvusSentences(StoreSentences):
+    """``milvus-haystack``'s ``MilvusDocumentStore``. Its search rescales inner products to ``(ip + 1) / 2``,
+    which is undone here (HasAns softmaxes raw scores); its filters cannot reach inside the ``dcsr`` meta
+    (field names are plain identifiers), so passages are read by their sentence ids (``id in [...]``)."""
+
+    METRICS = ("IP", "COSINE")
+
+    def __init__(self, document_store):
+        super().__init__(document_store)
+        metric = milvus_metric(document_store)
+        if metric not in self.METRICS:
+            raise ValueError(
+                f"DCSR ranks by inner product, but this MilvusDocumentStore's index uses {metric}: create it with "
+                "index_params={'index_type': 'HNSW' (or 'FLAT'), 'metric_type': 'IP', 'params': {...}}"
+            )
+
+    def _search_one(self, vector, top_n, filters):
+        found = self.document_store._embedding_retrieval(list(map(float, vector)), filters=filters, top_k=top_n)
+        return [doc if doc.score is None else _with_score(doc, 2.0 * doc.score - 1.0) for doc in found]
+
+    def _stored(self, passages: Sequence[PassageRef]) -> List[Document]:
+        return self._filter_in(
+            "id", [sid for ref in passages for sid in passage_sentence_ids(ref.passage_id, ref.count)]
+        )
+
+
+def _with_score(doc: Document, score: float) -> Document:
+    return replace(doc, score=score)
+
+
+def milvus_metric(document_store) -> str:
+    """The metric of a ``MilvusDocumentStore``'s vector index (``L2`` when it was created without index_params)."""
+    params = document_store.index_params or {}
+    return str(params.get("metric_type", "L2")).upper()
+
+
+STORES = {
+    "InMemoryDocumentStore": InMemorySentences,
+    "QdrantDocumentStore": QdrantSentences,
+    "MilvusDocumentStore": MilvusSentences,
+}
+
+
+def sentence_store_for(document_store) -> StoreSentences:
     kind = type(document_store).__name__
-    if kind == "InMemoryDocumentStore":
-        return InMemorySentences(document_store)
-    if kind == "QdrantDocumentStore":
-        return QdrantSentences(document_store)
-    raise TypeError(
-        f"DCSRRetriever does not support {kind} yet: use InMemoryDocumentStore or QdrantDocumentStore "
-        "(qdrant-haystack), or add an adapter in haystack_dcsr/haystack2/stores.py"
-    )
+    if kind not in STORES:
+        raise TypeError(
+            f"DCSRRetriever does not support {kind} yet: use {', '.join(STORES)}, or add an adapter in "
+            "haystack_dcsr/haystack2/stores.py"
+        )
+    return STORES[kind](document_store)
 
 
 def similarity_of(document_store) -> str:
-    """The store's vector comparison: ``dot_product`` or ``cosine`` (both stores name it their own way)."""
+    """The store's vector comparison: ``dot_product`` or ``cosine`` (each store names it its own way)."""
+    if type(document_store).__name__ == "MilvusDocumentStore":
+        return "cosine" if milvus_metric(document_store) == "COSINE" else "dot_product"
     return getattr(document_store, "embedding_similarity_function", None) or getattr(document_store, "similarity")

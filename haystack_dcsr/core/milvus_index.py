@@ -1,0 +1,338 @@
+"""DCSR's sentence index on Milvus: one collection row per sentence, written and read whole by passage.
+
+A Milvus server (standalone, a cluster, or Zilliz Cloud: only the URI changes) holds the sentence vectors; this
+class owns the collection's schema and is a ``passage_ranking.SentenceIndex`` for the ranking driver. It is
+framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus``) is a thin store over it.
+
+Rows: ``id`` (the sentence id, ``<passage_id>#<n>``), ``passage_id``, ``position`` (the sentence's place in
+its passage: ``meta["dcsr"]`` of the layout in ``sentence_units``), ``content``, ``meta`` (the passage's meta,
+JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. A passage is written by deleting
+its rows and inserting its new ones, so a re-write leaves no sentences of the old version behind; a write cut
+short (a server crash between the two) leaves a passage that is absent or half-written, which ``read``
+refuses (its sentences do not add up to one version), so it is never served.
+
+Milvus searches at most 16,384 rows per query; the collection's consistency level is ``Strong`` by default,
+so a query sees every write that returned (``Bounded`` trades that for throughput).
+"""
+
+import json
+import logging
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
+from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, current_sentences, position
+
+logger = logging.getLogger(__name__)
+
+MAX_TOP_N = 16_384  # Milvus's limit on a search's k
+ID_LENGTH = 128
+WRITE_BATCH = 1_000
+READ_BATCH = 1_000
+
+# Milvus index kinds beside the FAISS presets (``index_presets``): (index params, search params for top_n)
+MILVUS_PRESETS: Dict[str, Dict[str, Any]] = {
+    "flat": {"index": {"index_type": "FLAT", "params": {}}, "search": {}},
+    "hnsw": {"index": {"index_type": "HNSW", "params": {"M": 32, "efConstruction": 200}}, "search": {"ef": None}},
+    "ivf_sq8": {"index": {"index_type": "IVF_SQ8", "params": {"nlist": 1024}}, "search": {"nprobe": 64}},
+}
+METRICS = ("IP", "COSINE")
+
+
+class MilvusUnavailableError(ConnectionError):
+    """The Milvus server did not answer (down, restarting, unreachable) within the timeout."""
+
+
+class SentenceRow(NamedTuple):
+    """A stored sentence, shaped like any framework's Document (``sentence_units.Unit``)."""
+
+    id: str
+    content: str
+    meta: Dict[str, Any]  # the passage's meta, with the sentence's place under "dcsr"
+    embedding: Optional[np.ndarray] = None  # when read with vectors and embedded
+
+
+class MilvusSentenceIndex(MaplessIndex):
+    """A collection of DCSR sentences on a Milvus server.
+
+    :param uri: the server (``http://host:19530``), a cluster's proxy, or a Milvus Lite file (``./dcsr.db``).
+    :param collection: the collection's name; created on first use when ``embedding_dim`` is given.
+    :param embedding_dim: the towers' width (checked against an existing collection).
+    :param metric: ``IP`` (inner product, what DCSR ranks by) or ``COSINE`` (only for models whose vectors are
+        normalised, where it equals IP).
+    :param preset: the vector index: ``flat`` (exact), ``hnsw`` or ``ivf_sq8`` (``MILVUS_PRESETS``).
+    :param token: ``user:password`` or an API key.
+    :param timeout: seconds a call may take before it fails with ``MilvusUnavailableError``.
+    :param consistency_level: ``Strong`` (a query sees every returned write) or ``Bounded``/``Eventually``.
+    """
+
+    def __init__(
+        self,
+        uri: str = "http://localhost:19530",
+        collection: str = "dcsr_sentences",
+        embedding_dim: Optional[int] = None,
+        metric: str = "IP",
+        preset: str = "flat",
+        token: str = "",
+        timeout: float = 30.0,
+        consistency_level: str = "Strong",
+    ):
+        if metric.upper() not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(METRICS)} (DCSR ranks by inner products): {metric!r}")
+        if preset not in MILVUS_PRESETS:
+            raise ValueError(f"Unknown Milvus preset {preset!r}: choose one of {', '.join(MILVUS_PRESETS)}")
+        self.uri, self.collection, self.metric, self.preset = uri, collection, metric.upper(), preset
+        self.timeout, self.consistency_level = timeout, consistency_level
+        self.client = self._call(lambda: _client(uri, token, timeout), "connect")
+        self.embedding_dim = self._existing_dim()
+        if self.embedding_dim is None and embedding_dim is not None:
+            self._create(embedding_dim)
+        elif embedding_dim is not None and embedding_dim != self.embedding_dim:
+            raise ValueError(
+                f"Milvus collection {collection!r} holds {self.embedding_dim}-dimensional vectors, not "
+                f"{embedding_dim}: use another collection, or the towers it was built with"
+            )
+
+    # ---- schema ----------------------------------------------------------------------------------
+
+    def _existing_dim(self) -> Optional[int]:
+        if not self._call(lambda: self.client.has_collection(self.collection), "look up the collection"):
+            return None
+        described = self._call(lambda: self.client.describe_collection(self.collection), "describe the collection")
+        vector = next(f for f in described["fields"] if f["name"] == "vector")
+        index = self._call(lambda: self.client.describe_index(self.collection, "vector"), "describe the index")
+        found = str(index.get("metric_type", "")).upper()
+        if found and found != self.metric:
+            raise ValueError(
+                f"Milvus collection {self.collection!r} compares vectors by {found}, not {self.metric}: "
+                f"open it with metric={found!r}, or use another collection"
+            )
+        self.preset = next(
+            (name for name, p in MILVUS_PRESETS.items() if p["index"]["index_type"] == index.get("index_type")),
+            self.preset,
+        )
+        self._call(lambda: self.client.load_collection(self.collection), "load the collection")
+        return int(vector["params"]["dim"])
+
+    def _create(self, dim: int) -> None:
+        from pymilvus import DataType
+
+        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_LENGTH)
+        schema.add_field("passage_id", DataType.VARCHAR, max_length=ID_LENGTH)
+        schema.add_field("position", DataType.JSON)
+        schema.add_field("content", DataType.VARCHAR, max_length=65_535)
+        schema.add_field("meta", DataType.JSON)
+        schema.add_field("embedded", DataType.BOOL)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+        index_params = self.client.prepare_index_params()
+        index_params.add_index(field_name="vector", metric_type=self.metric, **MILVUS_PRESETS[self.preset]["index"])
+
+        def create():
+            self.client.create_collection(
+                self.collection, schema=schema, index_params=index_params, consistency_level=self.consistency_level
+            )
+            self.client.load_collection(self.collection)
+
+        self._call(create, "create the collection")
+        self.embedding_dim = dim
+
+    def drop(self) -> None:
+        """Delete the collection and everything in it."""
+        self._call(lambda: self.client.drop_collection(self.collection), "drop the collection")
+        self.embedding_dim = None
+
+    # ---- writes ----------------------------------------------------------------------------------
+
+    def write(self, sentences: Sequence[Any], vectors: Optional[np.ndarray] = None) -> int:
+        """Write whole passages: every passage named by ``sentences`` (sentence units: ``id``, ``content``,
+        ``meta`` with ``"dcsr"``) loses its stored rows, then gets these. ``vectors``: one per sentence (None:
+        rows wait for ``set_vectors``, and are not searched until then)."""
+        if not sentences:
+            return 0
+        self._require()
+        if vectors is not None and len(vectors) != len(sentences):
+            raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+        rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
+        passage_ids = list(dict.fromkeys(row["passage_id"] for row in rows))
+        self.delete_passages(passage_ids)
+        for start in range(0, len(rows), WRITE_BATCH):
+            batch = rows[start : start + WRITE_BATCH]
+            self._call(lambda: self.client.insert(self.collection, batch), "write sentences")
+        return len(rows)
+
+    def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
+        """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
+        self._require()
+        if len(vectors) != len(sentences):
+            raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+        rows = [self._row(doc, vector) for doc, vector in zip(sentences, vectors)]
+        for start in range(0, len(rows), WRITE_BATCH):
+            batch = rows[start : start + WRITE_BATCH]
+            self._call(lambda: self.client.upsert(self.collection, batch), "write vectors")
+
+    def delete_passages(self, passage_ids: Iterable[str]) -> None:
+        ids = list(passage_ids)
+        for start in range(0, len(ids), READ_BATCH):
+            expr = f"passage_id in {_literal(ids[start : start + READ_BATCH])}"
+            self._call(lambda: self.client.delete(self.collection, filter=expr), "delete passages")
+
+    def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
+        """Delete sentences by id, or every sentence matching a filter expression (all when neither is given)."""
+        if not self.exists:
+            return
+        if ids is not None:
+            ids = list(ids)
+            for start in range(0, len(ids), READ_BATCH):
+                expr = f"id in {_literal(ids[start : start + READ_BATCH])}"
+                self._call(lambda: self.client.delete(self.collection, filter=expr), "delete sentences")
+            return
+        self._call(lambda: self.client.delete(self.collection, filter=expression or 'id != ""'), "delete sentences")
+
+    # ---- reads -----------------------------------------------------------------------------------
+
+    @property
+    def exists(self) -> bool:
+        return self.embedding_dim is not None
+
+    def count(self, expression: str = "", embedded: Optional[bool] = None) -> int:
+        if not self.exists:
+            return 0
+        expr = _and(expression, None if embedded is None else f"embedded == {str(embedded).lower()}")
+        found = self._call(
+            lambda: self.client.query(self.collection, filter=expr, output_fields=["count(*)"]), "count sentences"
+        )
+        return int(found[0]["count(*)"])
+
+    def sentences(
+        self, expression: str = "", ids: Optional[Sequence[str]] = None, with_vectors: bool = False, batch: int = 1000
+    ) -> Iterator[SentenceRow]:
+        """Stored sentences matching a filter expression (or with these ids), in batches from the server."""
+        if not self.exists:
+            return
+        fields = ["id", "content", "meta", "position", "embedded"] + (["vector"] if with_vectors else [])
+        if ids is not None:
+            ids = list(ids)
+            for start in range(0, len(ids), READ_BATCH):
+                expr = _and(expression, f"id in {_literal(ids[start : start + READ_BATCH])}")
+                found = self._call(
+                    lambda: self.client.query(self.collection, filter=expr, output_fields=fields), "read sentences"
+                )
+                yield from (_sentence(row) for row in found)
+            return
+        iterator = self._call(
+            lambda: self.client.query_iterator(
+                self.collection, batch_size=batch, filter=expression or 'id != ""', output_fields=fields
+            ),
+            "read sentences",
+        )
+        while True:
+            rows = self._call(iterator.next, "read sentences")
+            if not rows:
+                iterator.close()
+                return
+            yield from (_sentence(row) for row in rows)
+
+    # ---- the SentenceIndex protocol --------------------------------------------------------------
+
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[str] = None) -> List[SentenceHits]:
+        """Each query's ``top_n`` nearest embedded sentences matching the filter expression ``filters``."""
+        queries = np.asarray(query_vectors, dtype=np.float32)
+        if not self.exists or len(queries) == 0:
+            return [SentenceHits.empty() for _ in queries]
+        if queries.ndim != 2 or queries.shape[1] != self.embedding_dim:
+            raise ValueError(
+                f"Query vectors have dimension {queries.shape[-1]} but Milvus collection {self.collection!r} holds "
+                f"{self.embedding_dim}-dimensional vectors: query with the towers it was built with"
+            )
+        top_n = min(top_n, MAX_TOP_N)
+        params = {key: (max(top_n, 64) if value is None else value) for key, value in self._search_params().items()}
+        found = self._call(
+            lambda: self.client.search(
+                self.collection,
+                data=queries.tolist(),
+                filter=_and(filters or "", "embedded == true"),
+                limit=top_n,
+                output_fields=["position"],
+                search_params={"metric_type": self.metric, "params": params},
+            ),
+            "search",
+        )
+        return [_hits(rows) for rows in found]
+
+    def read(self, passages: Sequence[PassageRef], known: Mapping[str, Any] = {}) -> Dict[PassageRef, Optional[list]]:
+        """Each passage version's sentences, or None where the collection does not hold that version whole."""
+        ids = [f"{ref.passage_id}#{n}" for ref in passages for n in range(ref.count)]
+        stored = {row.id: row for row in self.sentences(ids=ids)}
+        return {ref: current_sentences(ref, stored) for ref in passages}
+
+    # ---- plumbing --------------------------------------------------------------------------------
+
+    def _search_params(self) -> Dict[str, Any]:
+        return dict(MILVUS_PRESETS[self.preset]["search"])
+
+    def _require(self) -> None:
+        if not self.exists:
+            raise ValueError(
+                f"Milvus collection {self.collection!r} does not exist yet: give embedding_dim to create it"
+            )
+
+    def _row(self, doc: Any, vector: Optional[np.ndarray]) -> Dict[str, Any]:
+        where = position(doc)
+        meta = {key: value for key, value in (doc.meta or {}).items() if key not in (META, "vector_id")}
+        return {
+            "id": doc.id,
+            "passage_id": where.passage_id,
+            "position": where._asdict(),
+            "content": doc.content,
+            "meta": json.loads(json.dumps(meta, default=str)),
+            "embedded": vector is not None,
+            "vector": (np.zeros(self.embedding_dim) if vector is None else np.asarray(vector, np.float32)).tolist(),
+        }
+
+    def _call(self, action, what: str):
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            return action()
+        except MilvusException as error:
+            if _unavailable(error):
+                raise MilvusUnavailableError(
+                    f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {error.message}. "
+                    "Nothing was changed by this call if it was a read; a write that failed here may be partly done "
+                    "(re-run it: passages are written whole)"
+                ) from None
+            raise
+
+
+def _client(uri: str, token: str, timeout: float):
+    from pymilvus import MilvusClient
+
+    return MilvusClient(uri=uri, token=token, timeout=timeout)
+
+
+def _unavailable(error) -> bool:
+    text = f"{getattr(error, 'code', '')} {getattr(error, 'message', error)}".lower()
+    return any(word in text for word in ("unavailable", "deadline", "timeout", "connect", "fail connecting"))
+
+
+def _literal(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def _and(*expressions: Optional[str]) -> str:
+    parts = [f"({e})" for e in expressions if e]
+    return " and ".join(parts)
+
+
+def _sentence(row: Dict[str, Any]) -> SentenceRow:
+    meta = dict(row.get("meta") or {})
+    meta[META] = row["position"]
+    vector = row.get("vector") if row.get("embedded") else None
+    return SentenceRow(row["id"], row["content"], meta, None if vector is None else np.asarray(vector, np.float32))
+
+
+def _hits(rows: Sequence[Dict[str, Any]]) -> SentenceHits:
+    positions = [SentencePosition(**row.get("entity", row)["position"]) for row in rows]
+    return SentenceHits.of([row["distance"] for row in rows], positions)

@@ -1,0 +1,224 @@
+"""One ranking driver over one sentence-index protocol: the top-N sentences of each query, passages by HasAns,
+only passages the index can still serve.
+
+Every engine DCSR runs on (the exact index, FAISS + SQL under Haystack 1.x, the Haystack 2.x stores, Milvus)
+implements ``SentenceIndex``: ``search`` returns each query's sentence hits with scores, passage keys and
+sentence positions; ``read`` returns the current sentences of passage versions, or None for a version it can no
+longer serve (deleted, re-written since it was indexed, half-written). ``rank_passages`` owns the loop around
+the one ranking rule (``hasans.rank_hits``): rank, read the best passages, leave out those that cannot be
+served and rank again without their sentences, until every passage returned is whole and current. Adapters
+only encode queries, call the driver and wrap ``RankedPassage`` in their framework's Document
+(``passage_parts`` gives the text, meta and the ``dcsr_sentences`` support list they all serve).
+"""
+
+import logging
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Sequence
+
+import numpy as np
+
+from haystack_dcsr.core.hasans import PassageScores, kept_hits, rank_hits
+from haystack_dcsr.core.sentence_units import SUPPORT, Parts, PassageRef, SentencePosition, Unit, assemble_passage
+
+logger = logging.getLogger(__name__)
+
+Filters = Any  # the engine's filter syntax (Haystack 1.x or 2.x dicts); the driver only compares them
+
+
+class SentenceHits(NamedTuple):
+    """The sentence hits of one query, best first, and the passage version each belongs to."""
+
+    scores: np.ndarray  # raw scores (inner products), never rescaled: HasAns softmaxes them
+    passage_keys: np.ndarray  # int keys into ``passages``
+    sentence_indices: np.ndarray  # each hit's position in its passage
+    passages: Sequence[Hashable]  # passage versions (``PassageRef``s, or passage numbers), never rewritten
+    vector_ids: Optional[np.ndarray] = None  # engine row ids, for engines that confirm them (``confirm``)
+    documents: Mapping[str, Unit] = {}  # sentence units the search already read, by id (saves a read)
+
+    @classmethod
+    def empty(cls) -> "SentenceHits":
+        return cls(np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int32), ())
+
+    @classmethod
+    def of(
+        cls, scores: Sequence[float], positions: Sequence[SentencePosition], documents: Mapping[str, Unit] = {}
+    ) -> "SentenceHits":
+        """Hits from an engine's scored sentences, each keyed by the passage version it names itself: a
+        sentence left from an older version of its passage gets that version, which ``read`` cannot serve."""
+        keys: Dict[PassageRef, int] = {}
+        passage_keys = [keys.setdefault(PassageRef.of(where), len(keys)) for where in positions]
+        return cls(
+            np.asarray(scores, dtype=np.float64),
+            np.array(passage_keys, dtype=np.int64),
+            np.array([where.index for where in positions], dtype=np.int32),
+            list(keys),
+            documents=documents,
+        )
+
+    def without(self, passage_keys: Iterable[int]) -> "SentenceHits":
+        """These hits less those of the given passage keys."""
+        keep = kept_hits(self.passage_keys, passage_keys)
+        if keep.all():
+            return self
+        return self._replace(
+            scores=self.scores[keep],
+            passage_keys=self.passage_keys[keep],
+            sentence_indices=self.sentence_indices[keep],
+            vector_ids=None if self.vector_ids is None else self.vector_ids[keep],
+        )
+
+
+class SentenceIndex(Protocol):
+    """What an engine offers the driver. Writes and deletes stay with the engine (and its framework)."""
+
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[Filters]) -> List[SentenceHits]:
+        """Each query's ``top_n`` best sentences (fewer where fewer match ``filters``)."""
+
+    def read(self, passages: Sequence[Hashable], known: Mapping[str, Unit]) -> Dict[Hashable, Optional[Any]]:
+        """Each passage version's current sentences in order, or None where it can no longer be served whole.
+        ``known``: sentence units the searches already hold, by id."""
+
+    def confirm(self, ranked: "List[List[RankedPassage]]", hits: Sequence[SentenceHits]) -> bool:
+        """Do the returned passages' supporting hits still belong to their sentences? An engine that maps its
+        own row ids to sentences says False when that map went out of date under the query; the driver then
+        calls ``refresh`` and runs the query once more."""
+
+    def refresh(self) -> None:
+        """Forget what was read from the engine (its maps and caches)."""
+
+
+class Support(NamedTuple):
+    """One retrieved sentence behind a passage."""
+
+    hit: int  # row in the query's (kept) hits
+    sentence_index: int
+    score: float  # raw score
+    probability: float  # p_i of the HasAns softmax
+
+
+class RankedPassage(NamedTuple):
+    """A passage a query returns: its version, what ``read`` gave for it, HasAns and the supporting sentences."""
+
+    ref: Hashable
+    sentences: Any
+    hasans: float
+    support: List[Support]
+
+
+class IndexChangedError(ValueError):
+    """The index changed under a query twice in a row: it cannot be answered for any one state."""
+
+
+def rank_passages(
+    index: SentenceIndex,
+    query_vectors: np.ndarray,
+    temperature: float,
+    top_n: int,
+    top_k: int,
+    filters: Optional[Sequence[Optional[Filters]]] = None,
+) -> List[List[RankedPassage]]:
+    """Each query's ``top_k`` passages by HasAns over its ``top_n`` sentences, all of them served whole.
+
+    :param filters: one per query (None: no filter); queries with equal filters are searched together.
+    """
+    query_vectors = np.asarray(query_vectors)
+    filters = list(filters) if filters is not None else [None] * len(query_vectors)
+    if len(filters) != len(query_vectors):
+        raise ValueError(f"{len(filters)} filters for {len(query_vectors)} queries: give one per query (or none)")
+    for attempt in (1, 2):
+        hits: List[SentenceHits] = [SentenceHits.empty()] * len(query_vectors)
+        for group in same_filter_groups(filters):
+            for row, found in zip(group, index.search(query_vectors[group], top_n, filters[group[0]])):
+                hits[row] = found
+        ranked, kept = _rank_served(index, hits, temperature, top_k)
+        if index.confirm(ranked, kept):
+            return ranked
+        index.refresh()
+    raise IndexChangedError(
+        "The index changed while this query ran (its rows moved again after they were re-read): retry, and "
+        "avoid rebuilding the index while it serves queries"
+    )
+
+
+def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature: float, top_k: int):
+    """HasAns over the hits; the best passages are read; one that cannot be served is left out and the ranking
+    recomputed without its sentences (``rank_hits``), until every passage in the top ``top_k`` is served."""
+    gone: List[set] = [set() for _ in hits]
+    read: Dict[Hashable, Optional[Any]] = {}
+    known = {sid: doc for h in hits for sid, doc in h.documents.items()}
+    while True:
+        views = []
+        for q, h in enumerate(hits):
+            h = h.without(gone[q])
+            views.append((h, rank_hits(h.scores, h.passage_keys, temperature, top_k=top_k)))
+        wanted = {h.passages[int(key)]: None for h, scores in views for key in scores.passages}
+        missing = [ref for ref in wanted if ref not in read]
+        if missing:
+            read.update(index.read(missing, known))
+        changed = False
+        for q, (h, scores) in enumerate(views):
+            for key in scores.passages:
+                if read[h.passages[int(key)]] is None:
+                    gone[q].add(int(key))
+                    changed = True
+        if not changed:
+            break
+    dropped = sorted({str(getattr(ref, "passage_id", ref)) for ref, sentences in read.items() if sentences is None})
+    if dropped:
+        logger.warning(
+            "Left out %d passage(s) that the index no longer holds as they were indexed (deleted, re-written or "
+            "half-written since): %s",
+            len(dropped),
+            ", ".join(dropped[:5]),
+        )
+    ranked = [[_ranked(h, scores, rank, read) for rank in range(len(scores.passages))] for h, scores in views]
+    return ranked, [h for h, _ in views]
+
+
+def _ranked(h: SentenceHits, scores: PassageScores, rank: int, read: Dict[Hashable, Any]) -> RankedPassage:
+    key = int(scores.passages[rank])
+    ref = h.passages[key]
+    support = [
+        Support(int(i), int(h.sentence_indices[i]), float(h.scores[i]), float(scores.sentence_probabilities[i]))
+        for i in np.flatnonzero(h.passage_keys == key)
+    ]
+    return RankedPassage(ref, read[ref], float(scores.hasans[rank]), support)
+
+
+def passage_parts(ranked: RankedPassage) -> Parts:
+    """The served passage (id, exact text, meta with ``dcsr_sentences``) of a ranked passage whose
+    ``sentences`` are sentence units: what every Haystack adapter returns, wrapped in its Document."""
+    sentences = ranked.sentences
+    doc_id, content, meta = assemble_passage(sentences)
+    support = [
+        {
+            "sentence_index": s.sentence_index,
+            "text": sentences[s.sentence_index].content,
+            "score": s.score,
+            "probability": s.probability,
+        }
+        for s in ranked.support
+    ]
+    return Parts(doc_id, content, {**meta, SUPPORT: support})
+
+
+def same_filter_groups(filters: Sequence[Optional[Filters]]) -> List[List[int]]:
+    """Row numbers grouped by equal filter, in first-seen order (filters are dicts: not hashable)."""
+    groups: List[List[int]] = []
+    for row, query_filter in enumerate(filters):
+        for group in groups:
+            if filters[group[0]] == query_filter:
+                group.append(row)
+                break
+        else:
+            groups.append([row])
+    return groups
+
+
+class MaplessIndex:
+    """``confirm`` and ``refresh`` for an engine that keeps no row map of its own: nothing to confirm or forget."""
+
+    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
+        return True
+
+    def refresh(self) -> None:
+        pass

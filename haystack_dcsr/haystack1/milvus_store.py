@@ -1,0 +1,333 @@
+"""A Haystack 1.x document store on a Milvus server, for DCSR sentence Documents.
+
+farm-haystack 1.26 ships no Milvus store. ``MilvusDocumentStore`` is the 1.x face of ``core.milvus_index``:
+``SentencePreprocessor`` output is written with ``write_documents``, ``update_embeddings(retriever)`` gives the
+sentences their DCSR vectors, and ``DCSRRetriever`` searches it as it searches a ``FAISSDocumentStore``, with
+Haystack 1.x filters translated to Milvus expressions. The data lives in the server: a saved pipeline holds the
+URI and collection, not the sentences. Each Haystack ``index`` is one Milvus collection.
+"""
+
+import json
+import logging
+from typing import Any, Dict, Generator, List, Optional, Union
+
+import numpy as np
+from haystack.document_stores.base import BaseDocumentStore, FilterType
+from haystack.errors import DuplicateDocumentError
+from haystack.schema import Document, Label
+
+from haystack_dcsr.core.milvus_index import MilvusSentenceIndex
+from haystack_dcsr.core.sentence_units import position
+from haystack_dcsr.haystack1.filters import LOGICAL, FilterError, check_filters
+from haystack_dcsr.haystack1.sentence_search import SentenceSearch
+
+logger = logging.getLogger(__name__)
+
+SIMILARITIES = {"dot_product": "IP", "cosine": "COSINE"}
+OPERATORS = {
+    "$eq": "==",
+    "$ne": "!=",
+    "$gt": ">",
+    "$gte": ">=",
+    "$lt": "<",
+    "$lte": "<=",
+    "$in": "in",
+    "$nin": "not in",
+}
+STORE = "MilvusDocumentStore"
+
+
+class MilvusDocumentStore(BaseDocumentStore):
+    """DCSR sentence Documents on a Milvus server (a standalone server, a cluster's proxy, or Zilliz Cloud).
+
+    :param uri: the server, e.g. ``http://localhost:19530``.
+    :param index: the default index (a Milvus collection).
+    :param embedding_dim: the DCSR towers' width.
+    :param similarity: ``dot_product`` (what DCSR ranks by) or ``cosine`` (for models whose vectors are normalised).
+    :param index_preset: the Milvus vector index: ``flat`` (exact), ``hnsw`` or ``ivf_sq8``.
+    :param token: ``user:password`` or an API key.
+    :param timeout: seconds a server call may take before it fails with a clear error.
+    :param consistency_level: ``Strong`` (a query sees every returned write) or ``Bounded``.
+    :param duplicate_documents: ``overwrite`` (a passage written again replaces its sentences), ``skip`` or ``fail``.
+    :param progress_bar: shown by ``update_embeddings``.
+    """
+
+    def __init__(
+        self,
+        uri: str = "http://localhost:19530",
+        index: str = "document",
+        embedding_dim: int = 384,
+        similarity: str = "dot_product",
+        index_preset: str = "flat",
+        token: str = "",
+        timeout: float = 30.0,
+        consistency_level: str = "Strong",
+        duplicate_documents: str = "overwrite",
+        progress_bar: bool = True,
+    ):
+        super().__init__()
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
+        if duplicate_documents not in ("overwrite", "skip", "fail"):
+            raise ValueError(f"duplicate_documents must be overwrite, skip or fail, got {duplicate_documents!r}")
+        self.uri, self.index, self.embedding_dim, self.similarity = uri, index, embedding_dim, similarity
+        self.index_preset, self.token, self.timeout = index_preset, token, timeout
+        self.consistency_level, self.duplicate_documents, self.progress_bar = (
+            consistency_level,
+            duplicate_documents,
+            progress_bar,
+        )
+        self._indexes: Dict[str, MilvusSentenceIndex] = {}
+        self.sentence_index(index)  # connects now: a wrong URI fails here, naming it
+
+    def sentence_index(self, index: Optional[str] = None) -> MilvusSentenceIndex:
+        """The collection behind a Haystack index (created on first use)."""
+        name = index or self.index
+        if name not in self._indexes:
+            self._indexes[name] = MilvusSentenceIndex(
+                self.uri,
+                name,
+                self.embedding_dim,
+                SIMILARITIES[self.similarity],
+                self.index_preset,
+                self.token,
+                self.timeout,
+                self.consistency_level,
+            )
+        return self._indexes[name]
+
+    # ---- writes ----------------------------------------------------------------------------------
+
+    def write_documents(
+        self,
+        documents: Union[List[dict], List[Document]],
+        index: Optional[str] = None,
+        batch_size: int = 10_000,
+        duplicate_documents: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> None:
+        """Write sentence Documents (``SentencePreprocessor`` output); each passage named is written whole."""
+        if headers:
+            raise NotImplementedError(f"{STORE} does not support headers")
+        docs = [Document.from_dict(d) if isinstance(d, dict) else d for d in documents]
+        for doc in docs:
+            position(doc)  # a Document that is not a DCSR sentence is refused before anything is written
+        target = self.sentence_index(index)
+        policy = duplicate_documents or self.duplicate_documents
+        if policy != "overwrite":
+            stored = {row.id for row in target.sentences(ids=[doc.id for doc in docs])}
+            if stored and policy == "fail":
+                raise DuplicateDocumentError(
+                    f"{len(stored)} document(s) exist already in {STORE} index {target.collection!r}: "
+                    f"{', '.join(sorted(stored)[:5])}"
+                )
+            skipped = {position(doc).passage_id for doc in docs if doc.id in stored}
+            docs = [doc for doc in docs if position(doc).passage_id not in skipped]
+        vectors = None
+        if docs and all(doc.embedding is not None for doc in docs):
+            vectors = np.asarray([doc.embedding for doc in docs], dtype=np.float32)
+        target.write(docs, vectors)
+
+    def update_embeddings(
+        self,
+        retriever,
+        index: Optional[str] = None,
+        filters: Optional[FilterType] = None,
+        update_existing_embeddings: bool = True,
+        batch_size: int = 10_000,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> None:
+        """Give the sentences their vectors from ``retriever.embed_documents`` (DCSR encodes each passage whole)."""
+        target = self.sentence_index(index)
+        expression = milvus_expression(filters)
+        if not update_existing_embeddings:
+            expression = " and ".join(f"({e})" for e in (expression, "embedded == false") if e)
+        batch: List[Document] = []
+        for row in target.sentences(expression, batch=min(batch_size, 10_000)):
+            batch.append(self._document(row))
+            if len(batch) >= batch_size:
+                target.set_vectors(batch, retriever.embed_documents(batch))
+                batch = []
+        if batch:
+            target.set_vectors(batch, retriever.embed_documents(batch))
+
+    def update_document_meta(self, id: str, meta: Dict[str, Any], index: Optional[str] = None) -> None:
+        target = self.sentence_index(index)
+        rows = list(target.sentences(ids=[id], with_vectors=True))
+        if not rows:
+            raise ValueError(f"No document {id!r} in {STORE} index {target.collection!r}")
+        doc = self._document(rows[0])
+        doc.meta.update(meta)
+        target.set_vectors([doc], [rows[0].embedding])
+
+    def delete_documents(
+        self,
+        index: Optional[str] = None,
+        ids: Optional[List[str]] = None,
+        filters: Optional[FilterType] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> None:
+        target = self.sentence_index(index)
+        expression = milvus_expression(filters)
+        if ids is not None and expression:
+            ids = [row.id for row in target.sentences(expression, ids=ids)]
+        target.delete(ids=ids, expression=expression)
+
+    def delete_index(self, index: str) -> None:
+        self.sentence_index(index).drop()
+        self._indexes.pop(index, None)
+
+    # ---- reads -----------------------------------------------------------------------------------
+
+    def get_all_documents(
+        self,
+        index: Optional[str] = None,
+        filters: Optional[FilterType] = None,
+        return_embedding: Optional[bool] = None,
+        batch_size: int = 10_000,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> List[Document]:
+        return list(self.get_all_documents_generator(index, filters, return_embedding, batch_size, headers))
+
+    def get_all_documents_generator(
+        self,
+        index: Optional[str] = None,
+        filters: Optional[FilterType] = None,
+        return_embedding: Optional[bool] = None,
+        batch_size: int = 10_000,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> Generator[Document, None, None]:
+        rows = self.sentence_index(index).sentences(milvus_expression(filters), with_vectors=bool(return_embedding))
+        yield from (self._document(row, return_embedding) for row in rows)
+
+    def get_document_by_id(
+        self, id: str, index: Optional[str] = None, headers: Optional[Dict[str, str]] = None
+    ) -> Optional[Document]:
+        found = self.get_documents_by_id([id], index)
+        return found[0] if found else None
+
+    def get_documents_by_id(
+        self,
+        ids: List[str],
+        index: Optional[str] = None,
+        batch_size: int = 10_000,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> List[Document]:
+        return [self._document(row) for row in self.sentence_index(index).sentences(ids=ids)]
+
+    def get_document_count(
+        self,
+        filters: Optional[FilterType] = None,
+        index: Optional[str] = None,
+        only_documents_without_embedding: bool = False,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> int:
+        embedded = False if only_documents_without_embedding else None
+        return self.sentence_index(index).count(milvus_expression(filters), embedded=embedded)
+
+    def get_embedding_count(self, index: Optional[str] = None, filters: Optional[FilterType] = None) -> int:
+        return self.sentence_index(index).count(milvus_expression(filters), embedded=True)
+
+    def query_by_embedding(
+        self,
+        query_emb: np.ndarray,
+        filters: Optional[FilterType] = None,
+        top_k: int = 10,
+        index: Optional[str] = None,
+        return_embedding: Optional[bool] = None,
+        headers: Optional[Dict[str, str]] = None,
+        scale_score: bool = True,
+    ) -> List[Document]:
+        """The nearest sentence Documents (DCSRRetriever ranks passages; this is plain sentence search)."""
+        target = self.sentence_index(index)
+        hits = MilvusSentenceSearch(self, index).search(np.asarray([query_emb]), top_k, filters)[0]
+        ids = [f"{hits.passages[k].passage_id}#{i}" for k, i in zip(hits.passage_keys, hits.sentence_indices)]
+        rows = {row.id: row for row in target.sentences(ids=ids, with_vectors=bool(return_embedding))}
+        found = []
+        for doc_id, score in zip(ids, hits.scores):
+            if doc_id in rows:
+                doc = self._document(rows[doc_id], return_embedding)
+                doc.score = self.scale_to_unit_interval(float(score), self.similarity) if scale_score else float(score)
+                found.append(doc)
+        return found
+
+    # ---- labels: not kept ------------------------------------------------------------------------
+
+    def get_all_labels(self, index=None, filters=None, headers=None) -> List[Label]:
+        return []
+
+    def get_label_count(self, index: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> int:
+        return 0
+
+    def write_labels(self, labels, index=None, headers=None):
+        raise NotImplementedError(f"{STORE} keeps no labels: use an InMemoryDocumentStore or a SQL store for them")
+
+    def delete_labels(self, index=None, ids=None, filters=None, headers=None):
+        raise NotImplementedError(f"{STORE} keeps no labels")
+
+    def _create_document_field_map(self) -> Dict:
+        return {}
+
+    @staticmethod
+    def _document(row, return_embedding: Optional[bool] = False) -> Document:
+        return Document(
+            id=row.id,
+            content=row.content,
+            meta=dict(row.meta),
+            embedding=row.embedding if return_embedding else None,
+        )
+
+
+class MilvusSentenceSearch(SentenceSearch):
+    """The driver's ``SentenceIndex`` over a ``MilvusDocumentStore`` index, with 1.x filters translated."""
+
+    def __init__(self, document_store: MilvusDocumentStore, index: Optional[str] = None, cache_size: int = 0):
+        super().__init__(document_store, index, cache_size=0)
+        self._index = document_store.sentence_index(self.index)
+
+    def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None):
+        check_filters(filters, numeric_ranges=STORE)
+        return self._index.search(query_vectors, top_n, milvus_expression(filters))
+
+    def read(self, refs, known={}):
+        return self._index.read(refs, known)
+
+
+def milvus_expression(filters: Optional[FilterType]) -> str:
+    """A Haystack 1.x filter as a Milvus boolean expression over the ``meta`` JSON field ("" for none)."""
+    if not filters:
+        return ""
+    check_filters(filters, numeric_ranges=STORE)
+    return _conjunction(filters)
+
+
+def _conjunction(clause: Union[Dict[str, Any], List[Any]]) -> str:
+    parts = []
+    for item in clause if isinstance(clause, list) else [clause]:
+        for key, value in item.items():
+            if key in LOGICAL:
+                parts.append(_logical(key, value))
+            else:
+                parts.append(_comparisons(key, value))
+    return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+
+
+def _logical(operator: str, value: Any) -> str:
+    if operator == "$not":
+        return f"not ({_conjunction(value)})"
+    items = [{k: v} for k, v in value.items()] if isinstance(value, dict) else list(value)
+    joined = f" {operator[1:]} ".join(f"({_conjunction(item)})" for item in items)
+    return joined
+
+
+def _comparisons(field: str, value: Any) -> str:
+    name = f"meta[{json.dumps(field)}]"
+    if not isinstance(value, dict):
+        value = {"$in": value} if isinstance(value, list) else {"$eq": value}
+    parts = []
+    for operator, operand in value.items():
+        if operator not in OPERATORS:
+            raise FilterError(f"{STORE} cannot evaluate {operator!r} on field {field!r}")
+        parts.append(f"{name} {OPERATORS[operator]} {json.dumps(operand)}")
+    return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+

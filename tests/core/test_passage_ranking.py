@@ -1,0 +1,106 @@
+"""The one ranking driver (``passage_ranking.rank_passages``) over the exact index and over stand-in engines that
+fail to serve a passage, change under a query, or are filtered per query."""
+
+import numpy as np
+import pytest
+
+from haystack_dcsr.core.exact_index import ExactSentenceIndex
+from haystack_dcsr.core.hasans import hasans_scores
+from haystack_dcsr.core.passage_ranking import (
+    IndexChangedError,
+    MaplessIndex,
+    SentenceHits,
+    rank_passages,
+    same_filter_groups,
+)
+
+RNG = np.random.default_rng(3)
+VECTORS = RNG.standard_normal((14, 6)).astype(np.float32)
+COUNTS = [3, 2, 4, 5]
+QUERIES = RNG.standard_normal((3, 6)).astype(np.float32)
+
+
+def expected(query, removed=(), top_n=14, top_k=4):
+    """HasAns over the top ``top_n`` rows, then without the rows of the removed passages."""
+    owner = np.repeat(np.arange(len(COUNTS)), COUNTS)
+    scores = VECTORS @ query
+    top = np.argsort(-scores, kind="stable")[:top_n]
+    top = top[~np.isin(owner[top], list(removed))]
+    ranked = hasans_scores(scores[top], owner[top], 0.5)
+    return ranked.passages[:top_k].tolist(), ranked.hasans[:top_k]
+
+
+@pytest.mark.parametrize("removed", [(), (2,), (0, 3)])
+def test_a_passage_the_index_cannot_serve_is_ranked_as_if_never_indexed(removed):
+    index = ExactSentenceIndex(VECTORS, COUNTS)
+    index.remove(removed)
+    for query, ranked in zip(QUERIES, rank_passages(index, QUERIES, 0.5, top_n=14, top_k=4)):
+        passages, hasans = expected(query, removed)
+        assert [p.ref for p in ranked] == passages
+        assert np.allclose([p.hasans for p in ranked], hasans)
+        assert not set(passages) & set(removed)
+        for p in ranked:  # every support is a hit of that passage, with its position and probability
+            assert {s.sentence_index for s in p.support} <= set(range(COUNTS[p.ref]))
+            assert all(0 < s.probability <= 1 for s in p.support)
+
+
+def test_the_support_probabilities_are_the_softmax_of_the_kept_hits():
+    index = ExactSentenceIndex(VECTORS, COUNTS)
+    index.remove([1])
+    ranked = rank_passages(index, QUERIES[:1], 0.5, top_n=14, top_k=4)[0]
+    total = sum(s.probability for p in ranked for s in p.support)
+    assert total == pytest.approx(1.0)  # top_n covers every row, so the kept hits are all supports
+
+
+class Flaky(MaplessIndex):
+    """The exact index, confirming its hits only after ``refresh`` has been called ``needed`` times."""
+
+    def __init__(self, needed):
+        self.exact = ExactSentenceIndex(VECTORS, COUNTS)
+        self.needed, self.refreshes, self.searches = needed, 0, []
+
+    def search(self, query_vectors, top_n, filters):
+        self.searches.append((len(query_vectors), filters))
+        return self.exact.search(query_vectors, top_n)
+
+    def read(self, passages, known):
+        return self.exact.read(passages, known)
+
+    def confirm(self, ranked, hits):
+        return self.refreshes >= self.needed
+
+    def refresh(self):
+        self.refreshes += 1
+
+
+def test_hits_that_no_longer_hold_are_searched_again_once_then_refused():
+    once = Flaky(needed=1)
+    ranked = rank_passages(once, QUERIES, 0.5, top_n=14, top_k=2)
+    assert once.refreshes == 1 and len(once.searches) == 2
+    assert [p.ref for p in ranked[0]] == expected(QUERIES[0], top_k=2)[0]
+    with pytest.raises(IndexChangedError, match="changed while this query ran"):
+        rank_passages(Flaky(needed=5), QUERIES, 0.5, top_n=14, top_k=2)
+
+
+def test_queries_with_equal_filters_are_searched_together_and_keep_their_own_hits():
+    index = Flaky(needed=0)
+    filters = [{"a": 1}, None, {"a": 1}]
+    ranked = rank_passages(index, QUERIES, 0.5, top_n=14, top_k=3, filters=filters)
+    assert index.searches == [(2, {"a": 1}), (1, None)]
+    assert [[p.ref for p in r] for r in ranked] == [expected(q, top_k=3)[0] for q in QUERIES]
+    assert same_filter_groups([{"x": [1]}, {"x": [1]}, {}, None]) == [[0, 1], [2], [3]]
+    with pytest.raises(ValueError, match="2 filters for 3 queries"):
+        rank_passages(index, QUERIES, 0.5, top_n=14, top_k=3, filters=[None, None])
+
+
+def test_an_empty_search_ranks_nothing_and_the_exact_index_refuses_filters():
+    class Empty(MaplessIndex):
+        def search(self, query_vectors, top_n, filters):
+            return [SentenceHits.empty() for _ in query_vectors]
+
+        def read(self, passages, known):
+            raise AssertionError("nothing to read")
+
+    assert rank_passages(Empty(), QUERIES, 0.5, top_n=10, top_k=3) == [[], [], []]
+    with pytest.raises(ValueError, match="no meta to filter on"):
+        rank_passages(ExactSentenceIndex(VECTORS, COUNTS), QUERIES, 0.5, 10, 3, filters=[{"a": 1}] * 3)
