@@ -228,16 +228,22 @@ def test_passage_cache_serves_repeats_and_is_cleared_when_the_index_changes(tmp_
     assert found[corpus[0].id] == changed.content
 
 
-def test_a_dropped_passage_ranks_as_the_core_and_the_2x_adapter_rank_it():
+@pytest.mark.parametrize("kind", ["memory", "milvus"])
+def test_a_dropped_passage_ranks_as_the_core_and_the_2x_adapter_rank_it(kind):
     """One sentence of "Paris" deleted from the store: the passage cannot be rebuilt, so it is left out and
     HasAns recomputed without its other hits. Ranking and scores equal the core's (``corpus.core_ranking``),
-    which the 2.x suite asserts of the 2.x retriever on the same corpus: the two adapters rank alike."""
+    which the 2.x suite asserts of the 2.x retriever on the same corpus (InMemory and Milvus) and
+    tests/core/test_milvus_index.py of the core Milvus index: every adapter and engine ranks alike."""
     from corpus import CORPUS, core_ranking
+    from test_store_consistency import milvus_store
 
     from haystack_dcsr import DCSRModel
 
     retriever = DCSRRetriever(model=MINILM, top_k=5, use_gpu=False, progress_bar=False)
-    store = InMemoryDocumentStore(embedding_dim=384, similarity="dot_product", progress_bar=False)
+    if kind == "memory":
+        store = InMemoryDocumentStore(embedding_dim=384, similarity="dot_product", progress_bar=False)
+    else:
+        store = milvus_store("dropped", dim=384)
     passages = [Document(content=text, id=title, meta={"title": title}) for title, text in CORPUS]
     index(store, retriever, passages)
     model = DCSRModel.from_pretrained(MINILM, use_gpu=False)
@@ -248,4 +254,4 @@ def test_a_dropped_passage_ranks_as_the_core_and_the_2x_adapter_rank_it():
         served = retriever.retrieve(question, document_store=store)
         expected = core_ranking(model, question, drop=drop)
         assert [d.id for d in served] == [title for title, _ in expected] and ("Paris" in expected[0]) == (not drop)
-        assert [d.score for d in served] == pytest.approx([score for _, score in expected], rel=1e-5, abs=1e-9)
+        assert [d.score for d in served] == pytest.approx([score for _, score in expected], rel=1e-4, abs=1e-9)

@@ -16,7 +16,7 @@ from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
 
 PRE = SentencePreprocessor(progress_bar=False)
-STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "faiss-postgres"]
+STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "faiss-postgres", "milvus"]
 TEXTS = {
     "x4": "Alpha one is here. Alpha two is here. Alpha three is here. Alpha four is here.",
     "x2": "Beta one is here. Beta two is here.",
@@ -30,6 +30,8 @@ def make_store(kind, tmp_path, name="store"):
         return InMemoryDocumentStore(embedding_dim=32, similarity="dot_product", progress_bar=False)
     if kind == "qdrant":
         return qdrant_store(tmp_path, name)
+    if kind == "milvus":
+        return milvus_store(name)
     if kind == "faiss-postgres":
         from postgres import new_database_url
 
@@ -38,6 +40,19 @@ def make_store(kind, tmp_path, name="store"):
         sql_url = f"sqlite:///{tmp_path / name}.db"
     factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32", "faiss-postgres": "Flat"}[kind]
     return FAISSDocumentStore(sql_url=sql_url, embedding_dim=32, faiss_index_factory_str=factory, progress_bar=False)
+
+
+def milvus_store(name, dim=32, **kwargs):
+    """A new collection on the real Milvus server (``milvus_server.shared_uri``)."""
+    import uuid
+
+    pytest.importorskip("pymilvus", reason="pymilvus is not installed (make installs it)")
+    from milvus_server import shared_uri
+
+    from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
+
+    index = f"dcsr_{name}_{uuid.uuid4().hex[:8]}"
+    return MilvusDocumentStore(uri=shared_uri(), index=index, embedding_dim=dim, progress_bar=False, **kwargs)
 
 
 def qdrant_store(tmp_path, name, dim=32):
@@ -196,7 +211,7 @@ def test_6_a_faiss_flat_index_desynchronised_by_delete_is_refused_then_repaired(
     assert set(everything(retriever, store)) == {d.id for d in corpus} - {corpus[1].id}
 
 
-@pytest.mark.parametrize("kind", ["faiss-flat", "memory"])
+@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "milvus"])
 def test_delete_passages_keeps_the_other_vectors_right_without_re_embedding(kind, tmp_path, tiny_bert, corpus):
     store, fresh = make_store(kind, tmp_path), make_store(kind, tmp_path, "fresh")
     retriever = make_retriever(tiny_bert, store)
@@ -281,7 +296,7 @@ def check(model, store, retriever, kind):
         assert store.get_embedding_count() <= store.get_document_count()
 
 
-@pytest.mark.parametrize("kind", ["faiss-flat", "memory"])
+@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "milvus"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_sequences_of_store_operations_never_serve_a_wrong_passage(kind, seed, tmp_path, tiny_bert):
     rng = random.Random(seed)
@@ -304,7 +319,11 @@ def test_random_sequences_of_store_operations_never_serve_a_wrong_passage(kind, 
             pid = rng.choice(sorted(model.text))
             retriever.delete_passages([pid])
             del model.text[pid], model.fresh[pid]
-        elif operation == "reload" and kind != "memory" and store.get_document_count() == store.get_embedding_count():
+        elif (
+            operation == "reload"
+            and kind.startswith("faiss")
+            and store.get_document_count() == store.get_embedding_count()
+        ):
             store.save(str(tmp_path / f"i{step}.faiss"))
             store = FAISSDocumentStore.load(str(tmp_path / f"i{step}.faiss"))
             retriever = make_retriever(tiny_bert, store)
@@ -315,7 +334,7 @@ def test_random_sequences_of_store_operations_never_serve_a_wrong_passage(kind, 
     assert set(everything(retriever, store)) == set(model.text)
 
 
-@pytest.mark.parametrize("kind", ["memory", "qdrant"])
+@pytest.mark.parametrize("kind", ["memory", "qdrant", "milvus"])
 def test_a_dropped_passage_is_ranked_as_if_never_indexed(kind, tmp_path, tiny_bert, base_corpus):
     """A passage that lost a sentence (deleted with the store's own delete_documents) cannot be rebuilt: it
     is left out and HasAns recomputed without its sentences, the rule of the 2.x retriever too

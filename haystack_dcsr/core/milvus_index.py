@@ -199,18 +199,25 @@ class MilvusSentenceIndex(MaplessIndex):
     def count(self, expression: str = "", embedded: Optional[bool] = None) -> int:
         if not self.exists:
             return 0
-        expr = _and(expression, None if embedded is None else f"embedded == {str(embedded).lower()}")
+        expr = _and(expression, _embedded(embedded))
         found = self._call(
             lambda: self.client.query(self.collection, filter=expr, output_fields=["count(*)"]), "count sentences"
         )
         return int(found[0]["count(*)"])
 
     def sentences(
-        self, expression: str = "", ids: Optional[Sequence[str]] = None, with_vectors: bool = False, batch: int = 1000
+        self,
+        expression: str = "",
+        ids: Optional[Sequence[str]] = None,
+        with_vectors: bool = False,
+        embedded: Optional[bool] = None,
+        batch: int = 1000,
     ) -> Iterator[SentenceRow]:
-        """Stored sentences matching a filter expression (or with these ids), in batches from the server."""
+        """Stored sentences matching a filter expression (or with these ids; ``embedded``: only those with, or
+        without, vectors), in batches from the server."""
         if not self.exists:
             return
+        expression = _and(expression, _embedded(embedded))
         fields = ["id", "content", "meta", "position", "embedded"] + (["vector"] if with_vectors else [])
         if ids is not None:
             ids = list(ids)
@@ -252,7 +259,7 @@ class MilvusSentenceIndex(MaplessIndex):
             lambda: self.client.search(
                 self.collection,
                 data=queries.tolist(),
-                filter=_and(filters or "", "embedded == true"),
+                filter=_and(filters, _embedded(True)),
                 limit=top_n,
                 output_fields=["position"],
                 search_params={"metric_type": self.metric, "params": params},
@@ -315,6 +322,10 @@ def _client(uri: str, token: str, timeout: float):
 def _unavailable(error) -> bool:
     text = f"{getattr(error, 'code', '')} {getattr(error, 'message', error)}".lower()
     return any(word in text for word in ("unavailable", "deadline", "timeout", "connect", "fail connecting"))
+
+
+def _embedded(embedded: Optional[bool]) -> Optional[str]:
+    return None if embedded is None else f"embedded == {str(embedded).lower()}"
 
 
 def _literal(values: Sequence[str]) -> str:

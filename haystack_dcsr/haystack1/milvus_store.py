@@ -139,11 +139,10 @@ class MilvusDocumentStore(BaseDocumentStore):
     ) -> None:
         """Give the sentences their vectors from ``retriever.embed_documents`` (DCSR encodes each passage whole)."""
         target = self.sentence_index(index)
-        expression = milvus_expression(filters)
-        if not update_existing_embeddings:
-            expression = " and ".join(f"({e})" for e in (expression, "embedded == false") if e)
+        batch_size = batch_size or 10_000
+        embedded = None if update_existing_embeddings else False
         batch: List[Document] = []
-        for row in target.sentences(expression, batch=min(batch_size, 10_000)):
+        for row in target.sentences(milvus_expression(filters), embedded=embedded, batch=min(batch_size, 10_000)):
             batch.append(self._document(row))
             if len(batch) >= batch_size:
                 target.set_vectors(batch, retriever.embed_documents(batch))

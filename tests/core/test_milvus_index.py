@@ -1,0 +1,104 @@
+"""The core Milvus sentence index on a real Milvus server (``tests/milvus_server.py`` starts one on loopback, or
+``MILVUS_URI`` names one): it ranks as the exact index does under the one driver, writes passages whole, and
+refuses what it cannot honour by name."""
+
+import uuid
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason="pymilvus is not installed (make installs it)")
+
+from milvus_server import shared_uri  # noqa: E402
+
+from haystack_dcsr.core.milvus_index import MilvusSentenceIndex  # noqa: E402
+from haystack_dcsr.core.passage_ranking import passage_parts, rank_passages  # noqa: E402
+from haystack_dcsr.core.sentence_units import SUPPORT, sentence_parts  # noqa: E402
+
+MODEL = "all-MiniLM-L6-v2"
+DIM = 384
+
+
+class Unit:
+    def __init__(self, doc_id, content, meta):
+        self.id, self.content, self.meta = doc_id, content, meta
+
+
+def units_of(model, passages):
+    """Sentence units of ``{passage_id: (text, meta)}`` split as the model splits them."""
+    splitter = model.splitter()
+    out = []
+    for pid, (text, meta) in passages.items():
+        out.extend(Unit(*parts) for parts in sentence_parts(pid, text, meta, splitter.spans(text)))
+    return out
+
+
+def new_index(dim, **kwargs):
+    return MilvusSentenceIndex(shared_uri(), f"dcsr_core_{uuid.uuid4().hex[:8]}", dim, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def model():
+    from haystack_dcsr import DCSRModel
+
+    return DCSRModel.from_pretrained(MODEL, use_gpu=False)
+
+
+def written(model, index, passages):
+    """Write passages with their DCSR vectors (each passage encoded whole), as an indexing pipeline does."""
+    units = units_of(model, passages)
+    groups = {}
+    for unit in units:
+        groups.setdefault(unit.meta["dcsr"]["passage_id"], []).append(unit.content)
+    vectors = model.encode_passages(list(groups.values()))
+    index.write(units, vectors)
+    return units
+
+
+@pytest.mark.parametrize("preset", ["flat", "hnsw"])
+def test_milvus_ranks_as_the_exact_index_with_a_dropped_passage(model, preset):
+    """The core Milvus index under the ranking driver serves the core's ranking (``corpus.core_ranking``), as
+    both Haystack adapters do on their stores (the 1.x and 2.x suites), with a passage dropped as well."""
+    from corpus import CORPUS, core_ranking
+
+    index = new_index(DIM, preset=preset)
+    units = written(model, index, {title: (text, {"title": title}) for title, text in CORPUS})
+    assert index.count() == index.count(embedded=True) == len(units)
+    question = "When was the Eiffel Tower completed?"
+    for drop in (None, "Paris"):
+        if drop:
+            index.delete(ids=["Paris#1"])  # the passage can no longer be served whole
+        ranked = rank_passages(index, model.encode_queries([question]), model.temperature, 3000, 5)[0]
+        expected = core_ranking(model, question, drop=drop)
+        assert [p.ref.passage_id for p in ranked] == [title for title, _ in expected]
+        assert [p.hasans for p in ranked] == pytest.approx([score for _, score in expected], rel=1e-4, abs=1e-9)
+    top = passage_parts(ranked[0])
+    assert top.content == dict(CORPUS)[top.id] and top.meta["title"] == top.id and top.meta[SUPPORT]
+
+
+def test_a_rewrite_replaces_the_whole_passage_and_filters_read_the_meta(model):
+    index = new_index(DIM)
+    long = "Alpha one is here. Alpha two is here. Alpha three is here. Alpha four is here."
+    written(model, index, {"x": (long, {"year": 1889}), "y": ("Beta one is here. Beta two is here.", {"year": 79})})
+    assert index.count('passage_id == "x"') == 4
+    written(model, index, {"x": ("Alpha one is here.", {"year": 1961})})
+    assert sorted(row.id for row in index.sentences('passage_id == "x"')) == ["x#0"]  # no ghost rows
+    query = model.encode_queries(["Alpha three"])
+    ranked = rank_passages(index, query, model.temperature, 100, 5)[0]
+    assert [passage_parts(p).content for p in ranked if p.ref.passage_id == "x"] == ["Alpha one is here."]
+    newer = rank_passages(index, query, model.temperature, 100, 5, filters=['meta["year"] > 1000'])[0]
+    assert [p.ref.passage_id for p in newer] == ["x"]
+
+
+def test_what_milvus_cannot_honour_is_refused_by_name(model):
+    with pytest.raises(ValueError, match="metric must be one of IP, COSINE"):
+        new_index(8, metric="L2")
+    with pytest.raises(ValueError, match="Unknown Milvus preset 'ivf'"):
+        new_index(8, preset="ivf")
+    index = new_index(8)
+    with pytest.raises(ValueError, match="holds 8-dimensional vectors, not 16"):
+        MilvusSentenceIndex(shared_uri(), index.collection, 16)
+    with pytest.raises(ValueError, match="compares vectors by IP, not COSINE"):
+        MilvusSentenceIndex(shared_uri(), index.collection, 8, metric="COSINE")
+    with pytest.raises(ValueError, match="dimension 4 but Milvus collection"):
+        index.search(np.ones((1, 4), np.float32), 10)

@@ -1,0 +1,157 @@
+"""A real Milvus standalone server for the tests: the ``milvus`` wheel's ``milvus-server`` on loopback, with a
+throwaway data folder. ``MILVUS_URI`` points the tests at an existing server instead.
+
+One server per test process is started on first use and stopped at exit (``shared_uri``); the fault tests start
+their own (``MilvusServer``) so that they can kill it with SIGKILL and restart it on the same data folder.
+"""
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+START_TIMEOUT = 180
+# Milvus's background loops, shortened for tests: a new collection is loaded (and a Strong read answered) after
+# these ticks, so at their defaults (1,000 / 500 / 200 ms) each test collection costs seconds. Nothing else changes.
+TEST_CONFIG = {"queryCoord.checkInterval": 100, "queryCoord.distPullInterval": 100, "proxy.timeTickInterval": 50}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_command() -> Optional[Path]:
+    found = Path(sys.executable).parent / "milvus-server"
+    return found if found.is_file() else None
+
+
+class MilvusServer:
+    """``milvus-server --data DIR --proxy-port PORT`` in its own process group; ``kill`` is a SIGKILL of the
+    server process itself (by its pid), ``start`` again reopens the same data folder on the same ports.
+
+    The wrapper picks free ports for Milvus's components, but its embedded etcd listens on etcd's fixed ports
+    (2379, 2380) unless told otherwise: each server gets its own etcd configuration (``ETCD_CONFIG_PATH``), so
+    that several servers (test workers, a fault test's own) run side by side."""
+
+    def __init__(self, data_dir: Path, port: Optional[int] = None):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.etcd_client, self.etcd_peer = free_port(), free_port()
+        self.process: Optional[subprocess.Popen] = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "MilvusServer":
+        command = server_command()
+        if command is None:
+            pytest.skip("the milvus wheel's milvus-server is not installed in this environment (make installs it)")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        etcd = self.data_dir / "embedded-etcd.yaml"
+        client, peer = f"http://127.0.0.1:{self.etcd_client}", f"http://127.0.0.1:{self.etcd_peer}"
+        etcd.write_text(
+            f"listen-client-urls: {client}\nadvertise-client-urls: {client}\n"
+            f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: default={peer}\n"
+        )
+        log = open(self.data_dir / "server.log", "ab")
+        command = [str(command), "--data", str(self.data_dir), "--proxy-port", str(self.port)]
+        self.process = subprocess.Popen(
+            command
+            + ["--etcd-port", str(self.etcd_client)]
+            + [f"--extra-config={k}={v}" for k, v in TEST_CONFIG.items()],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "ETCD_CONFIG_PATH": str(etcd)},
+        )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"milvus-server exited with {self.process.returncode}: see {log.name}")
+            if self._answers():
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"milvus-server did not answer on {self.uri} within {START_TIMEOUT} s")
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                pass
+            from pymilvus import MilvusClient
+
+            MilvusClient(uri=self.uri, timeout=5).list_collections()
+            return True
+        except Exception:
+            return False
+
+    def server_pid(self) -> int:
+        """The pid of the ``milvus run standalone`` process (a child of the ``milvus-server`` wrapper)."""
+        assert self.process is not None
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            if parent == self.process.pid and b"run" in cmdline and b"standalone" in cmdline:
+                return int(entry.name)
+        raise RuntimeError("the Milvus server process was not found")
+
+    def kill(self) -> None:
+        """SIGKILL the server process, then the rest of its group (nothing is flushed or closed)."""
+        os.kill(self.server_pid(), signal.SIGKILL)
+        self._end_group(signal.SIGKILL)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self._end_group(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._end_group(signal.SIGKILL)
+        self._end_group(signal.SIGKILL)
+
+    def _end_group(self, sig) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+        if sig == signal.SIGKILL:
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+_shared: Optional[MilvusServer] = None
+
+
+def shared_uri() -> str:
+    """``MILVUS_URI``, or this process's own server (started on first use, stopped at exit)."""
+    global _shared
+    if os.environ.get("MILVUS_URI"):
+        return os.environ["MILVUS_URI"]
+    if _shared is None:
+        folder = Path(tempfile.mkdtemp(prefix="dcsr-milvus-"))
+        server = MilvusServer(folder)
+        atexit.register(lambda: (server.stop(), shutil.rmtree(folder, ignore_errors=True)))
+        _shared = server.start()
+    return _shared.uri
