@@ -329,4 +329,3 @@ def _comparisons(field: str, value: Any) -> str:
             raise FilterError(f"{STORE} cannot evaluate {operator!r} on field {field!r}")
         parts.append(f"{name} {OPERATORS[operator]} {json.dumps(operand)}")
     return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
-
