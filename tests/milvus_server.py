@@ -21,8 +21,14 @@ import pytest
 
 START_TIMEOUT = 180
 # Milvus's background loops, shortened for tests: a new collection is loaded (and a Strong read answered) after
-# these ticks, so at their defaults (1,000 / 500 / 200 ms) each test collection costs seconds. Nothing else changes.
-TEST_CONFIG = {"queryCoord.checkInterval": 100, "queryCoord.distPullInterval": 100, "proxy.timeTickInterval": 50}
+# these ticks, so at their defaults (1,000 / 500 / 200 ms) each test collection costs seconds; a restarted server
+# waits for the killed one's sessions to expire (30 s by default). Nothing else changes.
+TEST_CONFIG = {
+    "queryCoord.checkInterval": 100,
+    "queryCoord.distPullInterval": 100,
+    "proxy.timeTickInterval": 50,
+    "common.session.ttl": 10,
+}
 
 
 def free_port() -> int:

@@ -7,9 +7,10 @@ framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus``) 
 Rows: ``id`` (the sentence id, ``<passage_id>#<n>``), ``passage_id``, ``position`` (the sentence's place in
 its passage: ``meta["dcsr"]`` of the layout in ``sentence_units``), ``content``, ``meta`` (the passage's meta,
 JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. A passage is written by deleting
-its rows and inserting its new ones, so a re-write leaves no sentences of the old version behind; a write cut
-short (a server crash between the two) leaves a passage that is absent or half-written, which ``read``
-refuses (its sentences do not add up to one version), so it is never served.
+its rows and inserting its new ones (one insert request never splits a passage), so a re-write leaves no
+sentences of the old version behind, and a write cut short (a server crash between the two) leaves the passage
+absent until the write is run again, never half-written. ``read`` refuses any version whose sentences do not
+add up (a sentence deleted directly), so a partial passage is never served.
 
 Milvus searches at most 16,384 rows per query; the collection's consistency level is ``Strong`` by default,
 so a query sees every write that returned (``Bounded`` trades that for throughput).
@@ -84,7 +85,8 @@ class MilvusSentenceIndex(MaplessIndex):
             raise ValueError(f"Unknown Milvus preset {preset!r}: choose one of {', '.join(MILVUS_PRESETS)}")
         self.uri, self.collection, self.metric, self.preset = uri, collection, metric.upper(), preset
         self.timeout, self.consistency_level = timeout, consistency_level
-        self.client = self._call(lambda: _client(uri, token, timeout), "connect")
+        self._token = token
+        self._client = None
         self.embedding_dim = self._existing_dim()
         if self.embedding_dim is None and embedding_dim is not None:
             self._create(embedding_dim)
@@ -155,10 +157,11 @@ class MilvusSentenceIndex(MaplessIndex):
         if vectors is not None and len(vectors) != len(sentences):
             raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
         rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
-        passage_ids = list(dict.fromkeys(row["passage_id"] for row in rows))
-        self.delete_passages(passage_ids)
-        for start in range(0, len(rows), WRITE_BATCH):
-            batch = rows[start : start + WRITE_BATCH]
+        by_passage: Dict[str, List[Dict[str, Any]]] = {}
+        for row in rows:
+            by_passage.setdefault(row["passage_id"], []).append(row)
+        self.delete_passages(list(by_passage))
+        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # one insert never splits a passage
             self._call(lambda: self.client.insert(self.collection, batch), "write sentences")
         return len(rows)
 
@@ -298,30 +301,52 @@ class MilvusSentenceIndex(MaplessIndex):
             "vector": (np.zeros(self.embedding_dim) if vector is None else np.asarray(vector, np.float32)).tolist(),
         }
 
+    @property
+    def client(self):
+        """The server's client, connected on first use and again after the server was unreachable."""
+        if self._client is None:
+            from pymilvus import MilvusClient
+
+            self._client = self._call(
+                lambda: MilvusClient(uri=self.uri, token=self._token, timeout=self.timeout), "connect"
+            )
+        return self._client
+
     def _call(self, action, what: str):
         from pymilvus.exceptions import MilvusException
 
         try:
             return action()
         except MilvusException as error:
-            if _unavailable(error):
-                raise MilvusUnavailableError(
-                    f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {error.message}. "
-                    "Nothing was changed by this call if it was a read; a write that failed here may be partly done "
-                    "(re-run it: passages are written whole)"
-                ) from None
-            raise
-
-
-def _client(uri: str, token: str, timeout: float):
-    from pymilvus import MilvusClient
-
-    return MilvusClient(uri=uri, token=token, timeout=timeout)
+            if not _unavailable(error):
+                raise
+            self._client = None  # reconnect on the next call: the server may come back on the same address
+            raise MilvusUnavailableError(
+                f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {error.message}. "
+                "A read can be retried once the server is back; a write that failed here may be partly done: run "
+                "it again (passages are written whole, so no passage is served half-written meanwhile)"
+            ) from None
 
 
 def _unavailable(error) -> bool:
-    text = f"{getattr(error, 'code', '')} {getattr(error, 'message', error)}".lower()
-    return any(word in text for word in ("unavailable", "deadline", "timeout", "connect", "fail connecting"))
+    """Errors of a server that is down, restarting or still loading its collections after a restart."""
+    text = f"{getattr(error, 'message', error)}".lower()
+    return any(
+        word in text
+        for word in ("unavailable", "deadline", "timeout", "fail connecting", "connection", "not loaded", "not ready")
+    )
+
+
+def _whole_passages(passages: List[List[Dict[str, Any]]], size: int) -> Iterator[List[Dict[str, Any]]]:
+    """Batches of about ``size`` rows, each passage's rows in one batch (one insert request)."""
+    batch: List[Dict[str, Any]] = []
+    for rows in passages:
+        if batch and len(batch) + len(rows) > size:
+            yield batch
+            batch = []
+        batch.extend(rows)
+    if batch:
+        yield batch
 
 
 def _embedded(embedded: Optional[bool]) -> Optional[str]:

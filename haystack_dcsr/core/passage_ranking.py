@@ -140,28 +140,23 @@ def rank_passages(
 
 
 def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature: float, top_k: int):
-    """HasAns over the hits; the best passages are read; one that cannot be served is left out and the ranking
-    recomputed without its sentences (``rank_hits``), until every passage in the top ``top_k`` is served."""
-    gone: List[set] = [set() for _ in hits]
+    """HasAns over the hits; the best passages are read; a passage version that cannot be served is left out of
+    every query of the batch (its hits too, so each query is ranked as over the index without it) and the
+    rankings recomputed (``rank_hits``), until every passage in each top ``top_k`` is served."""
     read: Dict[Hashable, Optional[Any]] = {}
     known = {sid: doc for h in hits for sid, doc in h.documents.items()}
     while True:
+        gone = {ref for ref, sentences in read.items() if sentences is None}
         views = []
-        for q, h in enumerate(hits):
-            h = h.without(gone[q])
+        for h in hits:
+            if gone:  # keys of the hits only: ``passages`` may be an engine's whole table
+                h = h.without([key for key in np.unique(h.passage_keys) if h.passages[int(key)] in gone])
             views.append((h, rank_hits(h.scores, h.passage_keys, temperature, top_k=top_k)))
         wanted = {h.passages[int(key)]: None for h, scores in views for key in scores.passages}
         missing = [ref for ref in wanted if ref not in read]
-        if missing:
-            read.update(index.read(missing, known))
-        changed = False
-        for q, (h, scores) in enumerate(views):
-            for key in scores.passages:
-                if read[h.passages[int(key)]] is None:
-                    gone[q].add(int(key))
-                    changed = True
-        if not changed:
+        if not missing:
             break
+        read.update(index.read(missing, known))
     dropped = sorted({str(getattr(ref, "passage_id", ref)) for ref, sentences in read.items() if sentences is None})
     if dropped:
         logger.warning(
