@@ -3,7 +3,8 @@
 The core (``DCSRModel``, towers, splitting, HasAns, fusion, metrics) imports no Haystack. With
 Haystack 1.x (``farm-haystack``) installed, importing the package also registers its 1.x nodes, so
 YAML pipelines can name them (``type: DCSRRetriever``, ``type: SentencePreprocessor``,
-``type: QueryEncoder``, ``type: HybridJoin``, ``type: SparseBM25DocumentStore``). With Haystack 2.x
+``type: QueryEncoder``, ``type: HybridJoin``, ``type: SparseBM25DocumentStore``, ``type: MilvusDocumentStore``).
+With Haystack 2.x
 (``haystack-ai``) the components live in ``haystack_dcsr.haystack2``.
 """
 
@@ -38,6 +39,7 @@ def _haystack_1_installed() -> bool:
 if _haystack_1_installed():
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
     from haystack_dcsr.haystack1.hybrid import HybridJoin
+    from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
     from haystack_dcsr.haystack1.pipelines import load_pipeline, save_pipeline
     from haystack_dcsr.haystack1.preprocessor import SentencePreprocessor
     from haystack_dcsr.haystack1.query_encoder import QueryEncoder
@@ -49,6 +51,7 @@ if _haystack_1_installed():
         "CrossEncoderRanker",
         "DCSRRetriever",
         "HybridJoin",
+        "MilvusDocumentStore",
         "QueryEncoder",
         "SentencePreprocessor",
         "SparseBM25DocumentStore",

@@ -18,6 +18,7 @@ already in the report are kept.
 """
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -117,7 +118,6 @@ class ModelIndex:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.sentences = SentencePreprocessor(progress_bar=False).process(passages)["documents"]
         self.vectors = self._vectors(passages)
-        self.store = self._store()
 
     def _vectors(self, passages: List[Document]) -> np.ndarray:
         path = self.dir / "sentence_vectors.npy"
@@ -133,7 +133,9 @@ class ModelIndex:
         np.save(path, vectors)
         return vectors
 
-    def _store(self) -> FAISSDocumentStore:
+    @functools.cached_property
+    def store(self) -> FAISSDocumentStore:
+        """The FAISS Flat store of the sentences, written (once) on first use."""
         index_path = self.dir / "flat.faiss"
         if index_path.is_file():
             return FAISSDocumentStore.load(str(index_path))

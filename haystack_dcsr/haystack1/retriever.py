@@ -21,7 +21,7 @@ from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach
 from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker, mark_answers
-from haystack_dcsr.haystack1.sentence_search import check_store_dimension
+from haystack_dcsr.haystack1.sentence_search import check_store_dimension, check_store_similarity
 
 CONFIG_NAME = "dcsr_retriever.json"
 # the node's own settings that save() keeps beside the model directory (the model's are in dcsr_model.json)
@@ -146,6 +146,7 @@ class DCSRRetriever(DenseRetriever):
         self.engine = SentenceEngine(passage_cache_size, self.search_params)
         if document_store is not None:
             check_store_dimension(document_store, self.embedding_dim)
+            check_store_similarity(document_store, self.query_encoder.settings.normalize)
             attach(document_store)
 
     # ---- encoding -------------------------------------------------------------------------------
@@ -221,6 +222,7 @@ class DCSRRetriever(DenseRetriever):
         top_k = self.top_k if top_k is None else top_k
         check_parameters(top_k=top_k)
         check_store_dimension(store, self.embedding_dim, written=False)
+        check_store_similarity(store, self.query_encoder.settings.normalize)
         per_query = per_query_filters(filters, len(queries))  # a bad count fails before any query is encoded
         ranker = SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
         step = batch_size or max(self.batch_size, 256)

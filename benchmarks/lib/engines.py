@@ -1,0 +1,211 @@
+"""FAISS and Milvus side by side in one run: the same SQuAD passages, the same sentence vectors, the same model,
+the Haystack 1.x ``DCSRRetriever`` over each engine.
+
+    .venv/bin/python benchmarks/scale.py engines --sizes 20963
+    # -> benchmarks/results/engines.json (+ .md)
+
+Vectors: the real MiniLM sentence vectors of the 20,963 SQuAD paragraphs (encoded once and cached by
+``ann_study.py``'s ``ModelIndex`` under ``benchmarks/cache/ann/``); past 20,963 passages, ``cost_growth.py``'s
+distractor passages (synthetic sentences, Gaussian-fitted vectors). Every engine gets the same sentence Documents
+with their vectors through its ``write_documents``, so the write rate is the engine's own cost (encoding is the
+same for all and left out). Engines: FAISS ``exact`` (Flat, top_n 3,000), FAISS ``million`` (HNSW32,SQ8,
+efSearch 1,000, top_n 1,000), both on SQLite, and ``MilvusDocumentStore`` with the ``flat`` and ``hnsw`` presets
+on a Milvus standalone server started for the run on loopback. Each engine runs in its own child process, so the
+serving process's peak RSS is its own; the Milvus server's RSS is read from ``/proc`` after the queries.
+Measured per engine: passages written per second, ``retrieve`` p50 / p95 (one query at a time), top-1 / top-20
+(the gold passage found) and agreement with FAISS exact (the same top-1; the share of exact's top 20 found).
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks/studies", "tests")]
+
+import numpy as np  # noqa: E402
+
+ENGINES = {
+    "FAISS exact": {"kind": "faiss", "factory": "Flat", "top_n": 3000, "params": {}},
+    "FAISS million": {"kind": "faiss", "factory": "HNSW32,SQ8", "top_n": 1000, "params": {"efSearch": 1000}},
+    "Milvus flat": {"kind": "milvus", "preset": "flat", "top_n": 3000},
+    "Milvus hnsw": {"kind": "milvus", "preset": "hnsw", "top_n": 3000},
+}
+OUT = ROOT / "benchmarks" / "results" / "engines.json"
+WRITE_CHUNK = 10_000
+
+
+def corpus(size: int):
+    """The first ``size`` passages: the real ones, then distractors; sentence Documents with their vectors."""
+    from ann_study import ModelIndex
+    from cost_growth import distractors, real_corpus
+
+    passages, questions, _ = real_corpus()
+    model = ModelIndex("MiniLM zero-shot", "all-MiniLM-L6-v2", passages, ROOT / "benchmarks" / "cache" / "ann")
+    sentences, vectors = list(model.sentences), model.vectors
+    if size > len(passages):
+        counts = np.bincount(
+            np.unique([s.meta["dcsr"]["passage_id"] for s in sentences], return_inverse=True)[1]
+        ).astype(np.int64)
+        extra = [(docs, vecs) for docs, vecs in distractors(size - len(passages), counts, vectors)]
+        sentences += [d for docs, _ in extra for d in docs]
+        vectors = np.concatenate([vectors] + [v for _, v in extra])
+    return sentences, vectors, questions
+
+
+def rss_gib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 2**20, 2)
+    return 0.0
+
+
+def run_engine(name: str, size: int, uri: str, workdir: Path) -> dict:
+    """One engine: write, then query; returns the row (run in a child process)."""
+    from haystack.schema import Document
+
+    from haystack_dcsr import DCSRRetriever
+
+    setting = ENGINES[name]
+    sentences, vectors, questions = corpus(size)
+    docs = [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
+    passages = len({d.meta["dcsr"]["passage_id"] for d in docs})
+    if setting["kind"] == "faiss":
+        from haystack.document_stores import FAISSDocumentStore
+
+        store = FAISSDocumentStore(
+            sql_url=f"sqlite:///{workdir / name.replace(' ', '_')}.db",
+            embedding_dim=vectors.shape[1],
+            faiss_index_factory_str=setting["factory"],
+            similarity="dot_product",
+            duplicate_documents="skip",
+            progress_bar=False,
+        )
+        if setting["factory"] != "Flat":
+            store.faiss_indexes[store.index].train(vectors)
+    else:
+        from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
+
+        store = MilvusDocumentStore(
+            uri=uri,
+            index=f"bench_{setting['preset']}_{size}",
+            embedding_dim=vectors.shape[1],
+            index_preset=setting["preset"],
+            progress_bar=False,
+        )
+    started = time.perf_counter()
+    for start in range(0, len(docs), WRITE_CHUNK):
+        store.write_documents(docs[start : start + WRITE_CHUNK])
+    write_seconds = time.perf_counter() - started
+    retriever = DCSRRetriever(
+        document_store=store,
+        query_model="all-MiniLM-L6-v2",
+        top_n_sentences=setting["top_n"],
+        search_params=setting.get("params") or None,
+        top_k=20,
+        progress_bar=False,
+    )
+    retriever.retrieve(questions[0][0])  # the first query maps the index (FAISS) and loads the collection (Milvus)
+    latencies, ranked = [], []
+    for question, _, _ in questions:
+        started = time.perf_counter()
+        found = retriever.retrieve(question)
+        latencies.append(time.perf_counter() - started)
+        ranked.append([d.id for d in found])
+    return {
+        "engine": name,
+        "passages": passages,
+        "sentences": len(docs),
+        "write_passages_per_s": round(passages / write_seconds),
+        "write_s": round(write_seconds, 1),
+        "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 1),
+        "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
+        "serving_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+        "ranked": ranked,
+        "gold": [pid for _, _, pid in questions],
+    }
+
+
+def table(rows: list) -> str:
+    head = (
+        "| passages | engine | write passages/s | p50 ms | p95 ms | top-1 | top-20 | same top-1 as exact | "
+        "exact's top 20 found | serving RSS GiB | server RSS GiB |\n|" + "---|" * 11
+    )
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"| {r['passages']:,} | {r['engine']} | {r['write_passages_per_s']:,} | {r['p50_ms']} | {r['p95_ms']} | "
+            f"{r['top1']} | {r['top20']} | {r['agree_top1']} | {r['agree_top20']} | {r['serving_peak_rss_gib']} | "
+            f"{r.get('server_rss_gib', '-')} |"
+        )
+    return "\n".join(lines)
+
+
+def score(rows: list) -> None:
+    """Accuracy against the gold passages and agreement with FAISS exact, in place."""
+    exact = next(r for r in rows if r["engine"] == "FAISS exact")
+    for r in rows:
+        r["top1"] = round(100 * np.mean([bool(x) and x[0] == g for x, g in zip(r["ranked"], r["gold"])]), 1)
+        r["top20"] = round(100 * np.mean([g in x[:20] for x, g in zip(r["ranked"], r["gold"])]), 1)
+        pairs = list(zip(r["ranked"], exact["ranked"]))
+        r["agree_top1"] = round(100 * np.mean([bool(a) and bool(b) and a[0] == b[0] for a, b in pairs]), 1)
+        r["agree_top20"] = round(100 * np.mean([len(set(a) & set(b)) / max(len(b), 1) for a, b in pairs]), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="20963", help="comma-separated passage counts (default: the real SQuAD)")
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of: {', '.join(ENGINES)}")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--child", nargs=3, metavar=("ENGINE", "SIZE", "URI"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, size, uri = args.child
+        with tempfile.TemporaryDirectory() as workdir:
+            print(json.dumps(run_engine(name, int(size), uri, Path(workdir))))
+        return
+    from milvus_server import MilvusServer
+
+    started = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
+        server = MilvusServer(Path(data)).start()
+        try:
+            for size in [int(s) for s in args.sizes.split(",")]:
+                size_rows = []
+                for name in args.engines.split(","):
+                    done = subprocess.run(
+                        [sys.executable, __file__, "--child", name, str(size), server.uri],
+                        check=True,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                    row = json.loads(done.stdout.strip().splitlines()[-1])
+                    if ENGINES[name]["kind"] == "milvus":
+                        row["server_rss_gib"] = rss_gib(server.server_pid())
+                    size_rows.append(row)
+                    print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
+                score(size_rows)
+                rows += size_rows
+        finally:
+            server.stop()
+    report = {
+        "command": "python benchmarks/scale.py engines --sizes " + args.sizes,
+        "wall_s": round(time.perf_counter() - started),
+        "rows": [{k: v for k, v in r.items() if k not in ("ranked", "gold")} for r in rows],
+    }
+    args.out.write_text(json.dumps(report, indent=1))
+    args.out.with_suffix(".md").write_text(table(report["rows"]) + "\n")
+    print(table(report["rows"]))
+
+
+if __name__ == "__main__":
+    main()
