@@ -12,7 +12,7 @@ from importlib import metadata
 
 from haystack_dcsr.core.dcsr_model import DCSRModel
 from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
-from haystack_dcsr.core.index_presets import INDEX_PRESETS, IndexPreset
+from haystack_dcsr.core.index_presets import INDEX_PRESETS, MILVUS_PRESETS, IndexPreset, MilvusPreset
 from haystack_dcsr.core.model_settings import DCSRSettings
 from haystack_dcsr.core.splitting import SentenceSplitter
 
@@ -21,6 +21,8 @@ __all__ = [
     "DCSRSettings",
     "INDEX_PRESETS",
     "IndexPreset",
+    "MILVUS_PRESETS",
+    "MilvusPreset",
     "SentenceSplitter",
     "hasans_scores",
     "sentence_probabilities",
@@ -38,6 +40,7 @@ def _haystack_1_installed() -> bool:
 
 if _haystack_1_installed():
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.haystack1.engine.saved_store import load_faiss_store, save_faiss_store
     from haystack_dcsr.haystack1.hybrid import HybridJoin
     from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
     from haystack_dcsr.haystack1.pipelines import load_pipeline, save_pipeline
@@ -45,7 +48,6 @@ if _haystack_1_installed():
     from haystack_dcsr.haystack1.query_encoder import QueryEncoder
     from haystack_dcsr.haystack1.reranker import CrossEncoderRanker
     from haystack_dcsr.haystack1.retriever import DCSRRetriever
-    from haystack_dcsr.haystack1.saved_store import load_faiss_store, save_faiss_store
 
     __all__ += [
         "CrossEncoderRanker",

@@ -81,3 +81,24 @@ def test_no_import_cycles_and_nothing_imports_the_training_package():
     for name in modules:
         if layer(name) != "training":
             assert not any(layer(t) == "training" for t in graph[name]), f"{name} imports the training package"
+
+
+def test_the_1x_folder_shows_its_nodes_and_one_engine_and_the_public_names_still_import():
+    """The nodes, the stores and the pipeline tools sit in haystack1/; the SQL + FAISS engine in haystack1/engine/.
+    What users import (the package's names, the YAML ``type:`` names) is where it was before the move."""
+    import haystack_dcsr
+
+    folder = ROOT / "haystack_dcsr" / "haystack1"
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert modules == [
+        "bm25", "filters", "hybrid", "milvus_store", "mining", "pipelines", "preprocessor", "query_encoder",
+        "reranker", "retriever", "serve",
+    ]  # fmt: skip
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__") == ["engine"]
+    for name in haystack_dcsr.__all__:
+        assert getattr(haystack_dcsr, name) is not None
+    from haystack.nodes.base import BaseComponent
+
+    for yaml_type in ("DCSRRetriever", "SentencePreprocessor", "QueryEncoder", "HybridJoin", "CrossEncoderRanker",
+                      "SparseBM25DocumentStore", "MilvusDocumentStore"):  # fmt: skip
+        assert yaml_type in BaseComponent._subclasses

@@ -8,9 +8,9 @@ from haystack.document_stores import FAISSDocumentStore
 from haystack.schema import Document
 from test_store_consistency import TEXTS, everything, make_store, ranked, write
 
-import haystack_dcsr.haystack1.sentence_search as sentence_search
+import haystack_dcsr.haystack1.engine.sentence_search as sentence_search
 from haystack_dcsr import DCSRRetriever
-from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
+from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 
 def make_retriever(tiny_bert, store):

@@ -22,7 +22,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever, load_faiss_store, load_pipeline, save_faiss_store, save_pipeline
-from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
+from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "What is the largest planet?"]
 

@@ -3,8 +3,8 @@ from haystack.schema import Document
 
 from haystack_dcsr.core.sentence_units import parse_sentence_id, passage_version, sentence_id
 from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.haystack1.engine.sentence_docs import assemble_passage, sentence_documents
 from haystack_dcsr.haystack1.preprocessor import SentencePreprocessor
-from haystack_dcsr.haystack1.sentence_docs import assemble_passage, sentence_documents
 
 
 def test_sentence_ids_are_deterministic_and_parse_back():

@@ -6,7 +6,7 @@ import tracemalloc
 import numpy as np
 
 from haystack_dcsr.core.sentence_units import PassageRef, SentencePosition
-from haystack_dcsr.haystack1.sentence_map import SentenceMap, SentenceRows
+from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, SentenceRows
 
 
 def at(passage_id: str, index: int, count: int, version: str) -> SentencePosition:

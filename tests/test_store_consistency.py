@@ -13,7 +13,7 @@ from haystack.document_stores import FAISSDocumentStore, InMemoryDocumentStore
 from haystack.schema import Document
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor
-from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError
+from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 PRE = SentencePreprocessor(progress_bar=False)
 STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "faiss-postgres", "milvus"]

@@ -1,4 +1,5 @@
-"""Measured FAISS settings for DCSR's sentence index: pick one by corpus size and memory.
+"""Measured FAISS settings for DCSR's sentence index (``INDEX_PRESETS``), and the Milvus index kinds beside them
+(``MILVUS_PRESETS``): pick one by corpus size and memory.
 
     preset = INDEX_PRESETS["fast"]
     store = FAISSDocumentStore(sql_url="sqlite:///dcsr.db", embedding_dim=384, **preset.store_params)
@@ -62,5 +63,29 @@ INDEX_PRESETS: Dict[str, IndexPreset] = {
         "8-bit codes in an HNSW graph, ~3.2 KB a passage "
         "(a third of HNSW32's); no loss at 20k and 200k "
         "passages; at 1M p50 under 50 ms in a 4.6 GiB process",
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class MilvusPreset:
+    """A Milvus vector index for ``MilvusDocumentStore(index_preset=...)`` / ``MilvusSentenceIndex(preset=...)``."""
+
+    index_type: str
+    build_params: Dict[str, int]  # the index's build parameters
+    search_params: Dict[str, int]  # per query; "ef" follows top_n (HNSW's ef must be at least k)
+    use: str
+
+
+MILVUS_PRESETS: Dict[str, MilvusPreset] = {
+    "flat": MilvusPreset("FLAT", {}, {}, "exact scores on the server; the reference, like FAISS exact"),
+    "hnsw": MilvusPreset(
+        "HNSW",
+        {"M": 32, "efConstruction": 200},
+        {},
+        "a graph index on the server (ef = top_n per query); for corpora past one machine's FAISS",
+    ),
+    "ivf_sq8": MilvusPreset(
+        "IVF_SQ8", {"nlist": 1024}, {"nprobe": 64}, "8-bit codes in 1,024 lists; smallest; not measured here"
     ),
 }

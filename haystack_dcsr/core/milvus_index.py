@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Opt
 
 import numpy as np
 
+from haystack_dcsr.core.index_presets import MILVUS_PRESETS
 from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
 from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, current_sentences, position
 
@@ -32,12 +33,6 @@ ID_LENGTH = 128
 WRITE_BATCH = 1_000
 READ_BATCH = 1_000
 
-# Milvus index kinds beside the FAISS presets (``index_presets``): (index params, search params for top_n)
-MILVUS_PRESETS: Dict[str, Dict[str, Any]] = {
-    "flat": {"index": {"index_type": "FLAT", "params": {}}, "search": {}},
-    "hnsw": {"index": {"index_type": "HNSW", "params": {"M": 32, "efConstruction": 200}}, "search": {"ef": None}},
-    "ivf_sq8": {"index": {"index_type": "IVF_SQ8", "params": {"nlist": 1024}}, "search": {"nprobe": 64}},
-}
 METRICS = ("IP", "COSINE")
 
 
@@ -111,8 +106,7 @@ class MilvusSentenceIndex(MaplessIndex):
                 f"open it with metric={found!r}, or use another collection"
             )
         self.preset = next(
-            (name for name, p in MILVUS_PRESETS.items() if p["index"]["index_type"] == index.get("index_type")),
-            self.preset,
+            (name for name, p in MILVUS_PRESETS.items() if p.index_type == index.get("index_type")), self.preset
         )
         self._call(lambda: self.client.load_collection(self.collection), "load the collection")
         return int(vector["params"]["dim"])
@@ -129,7 +123,10 @@ class MilvusSentenceIndex(MaplessIndex):
         schema.add_field("embedded", DataType.BOOL)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
         index_params = self.client.prepare_index_params()
-        index_params.add_index(field_name="vector", metric_type=self.metric, **MILVUS_PRESETS[self.preset]["index"])
+        preset = MILVUS_PRESETS[self.preset]
+        index_params.add_index(
+            field_name="vector", metric_type=self.metric, index_type=preset.index_type, params=preset.build_params
+        )
 
         def create():
             self.client.create_collection(
@@ -257,7 +254,9 @@ class MilvusSentenceIndex(MaplessIndex):
                 f"{self.embedding_dim}-dimensional vectors: query with the towers it was built with"
             )
         top_n = min(top_n, MAX_TOP_N)
-        params = {key: (max(top_n, 64) if value is None else value) for key, value in self._search_params().items()}
+        params = dict(MILVUS_PRESETS[self.preset].search_params)
+        if MILVUS_PRESETS[self.preset].index_type == "HNSW":
+            params["ef"] = max(top_n, 64)
         found = self._call(
             lambda: self.client.search(
                 self.collection,
@@ -278,9 +277,6 @@ class MilvusSentenceIndex(MaplessIndex):
         return {ref: current_sentences(ref, stored) for ref in passages}
 
     # ---- plumbing --------------------------------------------------------------------------------
-
-    def _search_params(self) -> Dict[str, Any]:
-        return dict(MILVUS_PRESETS[self.preset]["search"])
 
     def _require(self) -> None:
         if not self.exists:

@@ -18,8 +18,8 @@ from haystack.schema import Document, Label
 
 from haystack_dcsr.core.milvus_index import MilvusSentenceIndex
 from haystack_dcsr.core.sentence_units import position
+from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
 from haystack_dcsr.haystack1.filters import LOGICAL, FilterError, check_filters
-from haystack_dcsr.haystack1.sentence_search import SentenceSearch
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,10 @@ class MilvusDocumentStore(BaseDocumentStore):
                 self.consistency_level,
             )
         return self._indexes[name]
+
+    def dcsr_search(self, index: Optional[str] = None) -> "MilvusSentenceSearch":
+        """The ranking driver's ``SentenceIndex`` over one index (what ``DCSRRetriever`` searches)."""
+        return MilvusSentenceSearch(self, index)
 
     # ---- writes ----------------------------------------------------------------------------------
 
@@ -239,7 +243,7 @@ class MilvusDocumentStore(BaseDocumentStore):
     ) -> List[Document]:
         """The nearest sentence Documents (DCSRRetriever ranks passages; this is plain sentence search)."""
         target = self.sentence_index(index)
-        hits = MilvusSentenceSearch(self, index).search(np.asarray([query_emb]), top_k, filters)[0]
+        hits = self.dcsr_search(index).search(np.asarray([query_emb]), top_k, filters)[0]
         ids = [f"{hits.passages[k].passage_id}#{i}" for k, i in zip(hits.passage_keys, hits.sentence_indices)]
         rows = {row.id: row for row in target.sentences(ids=ids, with_vectors=bool(return_embedding))}
         found = []

@@ -26,8 +26,8 @@ from haystack import Pipeline
 from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
+from haystack_dcsr.haystack1.engine.saved_store import discard_temporary_config
 from haystack_dcsr.haystack1.preprocessor import stub_haystack_punkt
-from haystack_dcsr.haystack1.saved_store import discard_temporary_config
 
 
 def load_pipeline(
@@ -101,7 +101,7 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
     saved pipelines name them relative to the YAML, so they load from any working directory."""
     import copy
 
-    from haystack_dcsr.haystack1.saved_store import open_params, saved_file
+    from haystack_dcsr.haystack1.engine.saved_store import open_params, saved_file
 
     config = copy.deepcopy(config)
     for component in config.get("components", []):
@@ -175,8 +175,8 @@ def save_pipeline(
 
     from haystack_dcsr.core.atomic_files import atomic_write_text
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
+    from haystack_dcsr.haystack1.engine.saved_store import save_faiss_store
     from haystack_dcsr.haystack1.retriever import DCSRRetriever
-    from haystack_dcsr.haystack1.saved_store import save_faiss_store
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from haystack_dcsr.core.dcsr_model import ModelFiles, model_splitter
 from haystack_dcsr.core.sentence_units import group_by_passage, unique_passages, whole_span
 from haystack_dcsr.core.splitting import SentenceSplitter
-from haystack_dcsr.haystack1.sentence_docs import assemble_passage, sentence_documents
+from haystack_dcsr.haystack1.engine.sentence_docs import assemble_passage, sentence_documents
 
 logger = logging.getLogger(__name__)
 _DEFAULTS = dict(language="english", min_words=0, punkt_params_path=None, split_sentences=True)

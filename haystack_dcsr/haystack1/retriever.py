@@ -16,12 +16,12 @@ from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
+from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
+from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
+from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker, mark_answers
+from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
 from haystack_dcsr.haystack1.filters import per_query_filters
-from haystack_dcsr.haystack1.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
-from haystack_dcsr.haystack1.sentence_engine import SentenceEngine, attach
-from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker, mark_answers
-from haystack_dcsr.haystack1.sentence_search import check_store_dimension, check_store_similarity
 
 CONFIG_NAME = "dcsr_retriever.json"
 # the node's own settings that save() keeps beside the model directory (the model's are in dcsr_model.json)

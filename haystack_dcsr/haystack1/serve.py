@@ -52,7 +52,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         from rest_api.application import app  # builds the pipelines from PIPELINE_YAML_PATH, once, at import
     finally:  # the API has read the resolved copies: nothing is left in the temporary folder
         if resolved is not None:
-            from haystack_dcsr.haystack1.saved_store import discard_temporary_config
+            from haystack_dcsr.haystack1.engine.saved_store import discard_temporary_config
 
             os.unlink(yaml_path)
             for component in resolved.get("components", []):

@@ -15,7 +15,7 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
 from haystack_dcsr.core.sentence_units import META, SentencePosition
-from haystack_dcsr.haystack1.sentence_map import SentenceRows
+from haystack_dcsr.haystack1.engine.sentence_map import SentenceRows
 
 _SQL_BATCH = 5000
 _locks: "weakref.WeakKeyDictionary[BaseDocumentStore, threading.RLock]" = weakref.WeakKeyDictionary()

@@ -15,12 +15,12 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.haystack1.passage_deletion import delete_passages
-from haystack_dcsr.haystack1.passage_writes import keep_passages_whole
-from haystack_dcsr.haystack1.sentence_map import MAP_SUFFIX
-from haystack_dcsr.haystack1.sentence_ranking import SentenceRanker
-from haystack_dcsr.haystack1.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
-from haystack_dcsr.haystack1.store_guard import guard
+from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
+from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
+from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX
+from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker
+from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
+from haystack_dcsr.haystack1.engine.store_guard import guard
 
 
 class SentenceEngine:

@@ -33,9 +33,8 @@ from haystack_dcsr.core.sentence_units import (
     position,
 )
 from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
-from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
-from haystack_dcsr.haystack1.sentence_map import SentenceMap, check_in_sync, map_path
-from haystack_dcsr.haystack1.sql_rows import (
+from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
+from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
     fetch_documents,
     store_lock,
@@ -43,6 +42,7 @@ from haystack_dcsr.haystack1.sql_rows import (
     vector_ids_matching,
     vector_rows,
 )
+from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class FaissSentenceSearch(SentenceSearch):
         """The map saved beside the index this store was loaded from, if it describes this index and
         these SQL rows. A map saved with a fingerprint (``saved_store``) that matches only one of the
         two is refused: the index and the database then come from different saves."""
-        from haystack_dcsr.haystack1.index_fingerprint import check_fingerprint
+        from haystack_dcsr.haystack1.engine.index_fingerprint import check_fingerprint
 
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
@@ -203,7 +203,7 @@ class FaissSentenceSearch(SentenceSearch):
 
     def save_map(self, path) -> None:
         """The current map with its fingerprint (of the index as it is in memory now)."""
-        from haystack_dcsr.haystack1.index_fingerprint import fingerprint_of
+        from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 
         with store_lock(self.document_store):
             snapshot = self.current_map()
@@ -350,10 +350,8 @@ def sentence_search_for(
 
     if isinstance(document_store, FAISSDocumentStore):
         return FaissSentenceSearch(document_store, index, cache_size, search_params)
-    if type(document_store).__name__ == "MilvusDocumentStore":  # pymilvus is imported only where it is used
-        from haystack_dcsr.haystack1.milvus_store import MilvusSentenceSearch
-
-        return MilvusSentenceSearch(document_store, index)
+    if hasattr(document_store, "dcsr_search"):  # a store that brings its own search (MilvusDocumentStore)
+        return document_store.dcsr_search(index)
     if search_params:
         logger.warning(
             "search_params %s apply to FAISS indexes only; %s ignores them",

@@ -19,8 +19,8 @@ from haystack_dcsr.core.sentence_units import (
     passage_sentence_ids,
     position,
 )
-from haystack_dcsr.haystack1.sql_rows import fetch_documents
-from haystack_dcsr.haystack1.store_guard import writes_paused
+from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents
+from haystack_dcsr.haystack1.engine.store_guard import writes_paused
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class PassageEmbedder:
 
         from haystack.document_stores import FAISSDocumentStore
 
-        from haystack_dcsr.haystack1.sql_rows import passage_head_ids
+        from haystack_dcsr.haystack1.engine.sql_rows import passage_head_ids
 
         store = self.store
         if not isinstance(store, FAISSDocumentStore):

@@ -14,7 +14,7 @@ from haystack.schema import Document
 
 from haystack_dcsr.core.evidence import mark_answer_sentences
 from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
-from haystack_dcsr.haystack1.sentence_search import SentenceSearch
+from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
 
 SENTENCE_TEXTS = "_dcsr_sentence_texts"  # carried from ranking to the answer-sentence pass, then removed
 

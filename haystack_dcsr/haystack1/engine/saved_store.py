@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from haystack_dcsr.core.atomic_files import atomic_write_bytes, atomic_write_text, replacing
-from haystack_dcsr.haystack1.index_fingerprint import fingerprint_of
-from haystack_dcsr.haystack1.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
-from haystack_dcsr.haystack1.sql_rows import sqlite_connection, store_lock
-from haystack_dcsr.haystack1.store_guard import guard
+from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
+from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
+from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
+from haystack_dcsr.haystack1.engine.store_guard import guard
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def save_faiss_store(
     already (else the map is built from SQL here)."""
     import faiss
 
-    from haystack_dcsr.haystack1.sentence_search import FaissSentenceSearch
+    from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch
 
     index_path = Path(index_path)
     index = index or document_store.index

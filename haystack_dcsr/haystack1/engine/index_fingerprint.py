@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from haystack_dcsr.haystack1.sentence_map import Fingerprint, IndexOutOfSyncError
-from haystack_dcsr.haystack1.sql_rows import vector_row_count
+from haystack_dcsr.haystack1.engine.sentence_map import Fingerprint, IndexOutOfSyncError
+from haystack_dcsr.haystack1.engine.sql_rows import vector_row_count
 
 PROBES = 8
 

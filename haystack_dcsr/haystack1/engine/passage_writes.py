@@ -18,8 +18,8 @@ import logging
 from typing import Dict, List, Optional
 
 from haystack_dcsr.core.sentence_units import META, head_id, position, sentence_id
-from haystack_dcsr.haystack1.passage_deletion import delete_rows_only, delete_sentences, removes_vectors
-from haystack_dcsr.haystack1.sql_rows import fetch_documents, is_sql_store, stale_sentence_ids
+from haystack_dcsr.haystack1.engine.passage_deletion import delete_rows_only, delete_sentences, removes_vectors
+from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents, is_sql_store, stale_sentence_ids
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,13 @@ import numpy as np
 from haystack.document_stores.base import BaseDocumentStore
 
 from haystack_dcsr.core.sentence_units import parse_sentence_id
-from haystack_dcsr.haystack1.sql_rows import fetch_documents, is_sql_store, sentence_ids_of, store_lock, vector_rows
+from haystack_dcsr.haystack1.engine.sql_rows import (
+    fetch_documents,
+    is_sql_store,
+    sentence_ids_of,
+    store_lock,
+    vector_rows,
+)
 
 
 def delete_passages(document_store: BaseDocumentStore, passage_ids: List[str], index: Optional[str] = None) -> int:
