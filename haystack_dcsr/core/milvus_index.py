@@ -2,15 +2,17 @@
 
 A Milvus server (standalone, a cluster, or Zilliz Cloud: only the URI changes) holds the sentence vectors; this
 class owns the collection's schema and is a ``passage_ranking.SentenceIndex`` for the ranking driver. It is
-framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus``) is a thin store over it.
+framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus_store``) is a thin store over it.
 
 Rows: ``id`` (the sentence id, ``<passage_id>#<n>``), ``passage_id``, ``position`` (the sentence's place in
 its passage: ``meta["dcsr"]`` of the layout in ``sentence_units``), ``content``, ``meta`` (the passage's meta,
-JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. A passage is written by deleting
-its rows and inserting its new ones (one insert request never splits a passage), so a re-write leaves no
-sentences of the old version behind, and a write cut short (a server crash between the two) leaves the passage
-absent until the write is run again, never half-written. ``read`` refuses any version whose sentences do not
-add up (a sentence deleted directly), so a partial passage is never served.
+JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. Writing a passage first deletes its
+stored sentences of any other version, then upserts the new ones (one request never splits a passage's sentences
+of one call), so a re-write leaves no sentences of the old version behind, a write cut short (a server crash
+between the two) leaves the passage absent until the write is run again, never half-old, and a passage whose
+sentences arrive in two calls (a caller's batches) is completed by the second. ``read`` refuses any version whose
+sentences do not add up (a sentence deleted directly, a passage still half-written), so a partial passage is never
+served.
 
 Milvus searches at most 16,384 rows per query; the collection's consistency level is ``Strong`` by default,
 so a query sees every write that returned (``Bounded`` trades that for throughput).
@@ -157,10 +159,20 @@ class MilvusSentenceIndex(MaplessIndex):
         by_passage: Dict[str, List[Dict[str, Any]]] = {}
         for row in rows:
             by_passage.setdefault(row["passage_id"], []).append(row)
-        self.delete_passages(list(by_passage))
-        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # one insert never splits a passage
-            self._call(lambda: self.client.insert(self.collection, batch), "write sentences")
+        self._delete_other_versions({pid: passage[0]["position"]["version"] for pid, passage in by_passage.items()})
+        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # one request never splits a passage
+            self._call(lambda: self.client.upsert(self.collection, batch), "write sentences")
         return len(rows)
+
+    def _delete_other_versions(self, versions: Dict[str, str]) -> None:
+        """Delete the stored sentences of these passages that belong to another version than the one written."""
+        items = list(versions.items())
+        for start in range(0, len(items), READ_BATCH // 10):
+            expr = " or ".join(
+                f'(passage_id == {json.dumps(pid)} and position["version"] != {json.dumps(version)})'
+                for pid, version in items[start : start + READ_BATCH // 10]
+            )
+            self._call(lambda: self.client.delete(self.collection, filter=expr), "delete earlier versions")
 
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""

@@ -88,6 +88,17 @@ def test_a_rewrite_replaces_the_whole_passage_and_filters_read_the_meta(model):
     assert [passage_parts(p).content for p in ranked if p.ref.passage_id == "x"] == ["Alpha one is here."]
     newer = rank_passages(index, query, model.temperature, 100, 5, filters=['meta["year"] > 1000'])[0]
     assert [p.ref.passage_id for p in newer] == ["x"]
+    # a passage whose sentences come in two calls (a caller's batches): half-written in between, never served
+    units = units_of(model, {"z": (long, {})})
+    vectors = model.encode_passages([[u.content for u in units]])
+    index.write(units[:2], vectors[:2])
+    assert "z" not in [p.ref.passage_id for p in rank_passages(index, query, model.temperature, 100, 5)[0]]
+    index.write(units[2:], vectors[2:])
+    assert index.count('passage_id == "z"') == 4
+    whole = [p for p in rank_passages(index, query, model.temperature, 100, 5)[0] if p.ref.passage_id == "z"]
+    assert [passage_parts(p).content for p in whole] == [long]
+    index.write(units, vectors)  # written again, the same version: no duplicate rows
+    assert index.count() == 1 + 2 + 4
 
 
 def test_what_milvus_cannot_honour_is_refused_by_name(model):
