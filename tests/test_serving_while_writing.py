@@ -64,7 +64,7 @@ def setup(kind, tmp_path, name, tiny_bert, corpus):
     return store, retriever
 
 
-@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "qdrant", "faiss-postgres"])
+@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "qdrant", "faiss-postgres", "milvus"])
 def test_queries_while_one_thread_writes_see_whole_states_only(kind, tmp_path, tiny_bert, corpus):
     # every state's answer, from the same cycle run alone
     alone_store, alone = setup(kind, tmp_path, "alone", tiny_bert, corpus)

@@ -169,7 +169,7 @@ class MilvusSentenceIndex(MaplessIndex):
         items = list(versions.items())
         for start in range(0, len(items), READ_BATCH // 10):
             expr = " or ".join(
-                f'(passage_id == {json.dumps(pid)} and position["version"] != {json.dumps(version)})'
+                f'(passage_id == {literal(pid)} and position["version"] != {literal(version)})'
                 for pid, version in items[start : start + READ_BATCH // 10]
             )
             self._call(lambda: self.client.delete(self.collection, filter=expr), "delete earlier versions")
@@ -187,7 +187,7 @@ class MilvusSentenceIndex(MaplessIndex):
     def delete_passages(self, passage_ids: Iterable[str]) -> None:
         ids = list(passage_ids)
         for start in range(0, len(ids), READ_BATCH):
-            expr = f"passage_id in {_literal(ids[start : start + READ_BATCH])}"
+            expr = f"passage_id in {literal(ids[start : start + READ_BATCH])}"
             self._call(lambda: self.client.delete(self.collection, filter=expr), "delete passages")
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
@@ -197,7 +197,7 @@ class MilvusSentenceIndex(MaplessIndex):
         if ids is not None:
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
-                expr = f"id in {_literal(ids[start : start + READ_BATCH])}"
+                expr = f"id in {literal(ids[start : start + READ_BATCH])}"
                 self._call(lambda: self.client.delete(self.collection, filter=expr), "delete sentences")
             return
         self._call(lambda: self.client.delete(self.collection, filter=expression or 'id != ""'), "delete sentences")
@@ -234,7 +234,7 @@ class MilvusSentenceIndex(MaplessIndex):
         if ids is not None:
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
-                expr = _and(expression, f"id in {_literal(ids[start : start + READ_BATCH])}")
+                expr = _and(expression, f"id in {literal(ids[start : start + READ_BATCH])}")
                 found = self._call(
                     lambda: self.client.query(self.collection, filter=expr, output_fields=fields), "read sentences"
                 )
@@ -361,8 +361,9 @@ def _embedded(embedded: Optional[bool]) -> Optional[str]:
     return None if embedded is None else f"embedded == {str(embedded).lower()}"
 
 
-def _literal(values: Sequence[str]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)
+def literal(value: Any) -> str:
+    """A value (a string, a number, a list of them) as a Milvus expression literal."""
+    return json.dumps(list(value) if isinstance(value, (list, tuple)) else value, ensure_ascii=False)
 
 
 def _and(*expressions: Optional[str]) -> str:

@@ -7,7 +7,6 @@ Haystack 1.x filters translated to Milvus expressions. The data lives in the ser
 URI and collection, not the sentences. Each Haystack ``index`` is one Milvus collection.
 """
 
-import json
 import logging
 from typing import Any, Dict, Generator, List, Optional, Union
 
@@ -16,7 +15,7 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.errors import DuplicateDocumentError
 from haystack.schema import Document, Label
 
-from haystack_dcsr.core.milvus_index import MilvusSentenceIndex
+from haystack_dcsr.core.milvus_index import MilvusSentenceIndex, literal
 from haystack_dcsr.core.sentence_units import position
 from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
 from haystack_dcsr.haystack1.filters import LOGICAL, FilterError, check_filters
@@ -324,12 +323,12 @@ def _logical(operator: str, value: Any) -> str:
 
 
 def _comparisons(field: str, value: Any) -> str:
-    name = f"meta[{json.dumps(field)}]"
+    name = f"meta[{literal(field)}]"
     if not isinstance(value, dict):
         value = {"$in": value} if isinstance(value, list) else {"$eq": value}
     parts = []
     for operator, operand in value.items():
         if operator not in OPERATORS:
             raise FilterError(f"{STORE} cannot evaluate {operator!r} on field {field!r}")
-        parts.append(f"{name} {OPERATORS[operator]} {json.dumps(operand)}")
+        parts.append(f"{name} {OPERATORS[operator]} {literal(operand)}")
     return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
