@@ -68,14 +68,15 @@ def rss_gib(pid: int) -> float:
     return 0.0
 
 
-def run_engine(name: str, size: int, uri: str, workdir: Path) -> dict:
-    """One engine: write, then query; returns the row (run in a child process)."""
+def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) -> dict:
+    """One engine: write, then query ``n_questions`` questions; returns the row (run in a child process)."""
     from haystack.schema import Document
 
     from haystack_dcsr import DCSRRetriever
 
     setting = ENGINES[name]
     sentences, vectors, questions = corpus(size)
+    questions = questions[:n_questions]
     docs = [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
     passages = len({d.meta["dcsr"]["passage_id"] for d in docs})
     if setting["kind"] == "faiss":
@@ -164,13 +165,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="20963", help="comma-separated passage counts (default: the real SQuAD)")
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of: {', '.join(ENGINES)}")
+    parser.add_argument("--questions", type=int, default=1000, help="dev questions asked of each engine (max 1000)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "SIZE", "URI"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         name, size, uri = args.child
         with tempfile.TemporaryDirectory() as workdir:
-            print(json.dumps(run_engine(name, int(size), uri, Path(workdir))))
+            print(json.dumps(run_engine(name, int(size), uri, Path(workdir), args.questions)))
         return
     from milvus_server import MilvusServer
 
@@ -183,7 +185,16 @@ def main() -> None:
                 size_rows = []
                 for name in args.engines.split(","):
                     done = subprocess.run(
-                        [sys.executable, __file__, "--child", name, str(size), server.uri],
+                        [
+                            sys.executable,
+                            __file__,
+                            "--questions",
+                            str(args.questions),
+                            "--child",
+                            name,
+                            str(size),
+                            server.uri,
+                        ],
                         check=True,
                         stdout=subprocess.PIPE,
                         text=True,
@@ -198,7 +209,7 @@ def main() -> None:
         finally:
             server.stop()
     report = {
-        "command": "python benchmarks/scale.py engines --sizes " + args.sizes,
+        "command": f"python benchmarks/scale.py engines --sizes {args.sizes} --questions {args.questions}",
         "wall_s": round(time.perf_counter() - started),
         "rows": [{k: v for k, v in r.items() if k not in ("ranked", "gold")} for r in rows],
     }
