@@ -155,6 +155,24 @@ def test_hybrid_pipeline_fuses_bm25_and_hasans(store, passages):
     assert [(d.id, pytest.approx(d.score)) for d in got] == fuse(ranked, [0.5, 0.5], 3, scaled=[False, True])
 
 
+def serves_what_the_exact_store_serves(document_store, exact_store) -> DCSRRetriever:
+    """A retriever over ``document_store`` returns the exact store's passages, texts and HasAns (1e-4) for every
+    question, and honours a filter on the passages' meta; returned for further checks."""
+    exact = DCSRRetriever(document_store=exact_store, model=MODEL, top_k=5)
+    engine = DCSRRetriever(document_store=document_store, model=MODEL, top_k=5)
+    for question, title in QUESTIONS:
+        want = exact.run(query=question)["documents"]
+        got = engine.run(query=question)["documents"]
+        assert [d.id for d in got] == [d.id for d in want] and got[0].id == title
+        assert [d.score for d in got] == pytest.approx([d.score for d in want], abs=1e-4)
+        assert [d.content for d in got] == [d.content for d in want]
+    only = engine.run(
+        query="Who discovered penicillin?", filters={"field": "meta.kind", "operator": "==", "value": "city"}
+    )["documents"]
+    assert {d.id for d in only} == {"Paris", "Berlin"}
+    return engine
+
+
 def test_qdrant_gives_the_same_passages_as_the_exact_store(store, passages):
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
@@ -162,17 +180,7 @@ def test_qdrant_gives_the_same_passages_as_the_exact_store(store, passages):
         location=":memory:", embedding_dim=384, similarity="cosine", progress_bar=False, recreate_index=True
     )
     indexing(qdrant).run({"split": {"documents": passages}})
-    exact = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
-    engine = DCSRRetriever(document_store=qdrant, model=MODEL, top_k=5)
-    for question, title in QUESTIONS:
-        want = exact.run(query=question)["documents"]
-        got = engine.run(query=question)["documents"]
-        assert [d.id for d in got] == [d.id for d in want] and got[0].id == title
-        assert [d.score for d in got] == pytest.approx([d.score for d in want], abs=1e-4)
-    only = engine.run(
-        query="Who discovered penicillin?", filters={"field": "meta.kind", "operator": "==", "value": "city"}
-    )["documents"]
-    assert {d.id for d in only} == {"Paris", "Berlin"}
+    engine = serves_what_the_exact_store_serves(qdrant, store)
     restored = Pipeline.loads(Pipeline().dumps())  # the store itself serialises through the retriever
     assert (
         restored is not None and DCSRRetriever.from_dict(engine.to_dict()).document_store.to_dict() == qdrant.to_dict()
@@ -322,18 +330,7 @@ def test_a_dropped_passage_ranks_as_the_core_and_the_1x_adapter_rank_it(kind, pa
 def test_milvus_serves_what_the_exact_store_serves_with_filters_and_refuses_l2(store, passages):
     milvus = milvus_store(index_type="HNSW", params={"M": 16, "efConstruction": 64})
     indexing(milvus).run({"split": {"documents": passages}})
-    exact = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
-    engine = DCSRRetriever(document_store=milvus, model=MODEL, top_k=5)
-    for question, title in QUESTIONS:
-        want = exact.run(query=question)["documents"]
-        got = engine.run(query=question)["documents"]
-        assert [d.id for d in got] == [d.id for d in want] and got[0].id == title
-        assert [d.score for d in got] == pytest.approx([d.score for d in want], abs=1e-4)
-        assert [d.content for d in got] == [d.content for d in want]
-    only = engine.run(
-        query="Who discovered penicillin?", filters={"field": "meta.kind", "operator": "==", "value": "city"}
-    )["documents"]
-    assert {d.id for d in only} == {"Paris", "Berlin"}
+    engine = serves_what_the_exact_store_serves(milvus, store)
     # a passage re-written shorter through the store (overwrite) leaves its old tail behind: never served
     indexing(milvus).run({"split": {"documents": [Document(id="Paris", content="Paris is in France.")]}})
     paris = [d for d in engine.run(query="When was the Eiffel Tower completed?")["documents"] if d.id == "Paris"]
