@@ -6,6 +6,7 @@ their own (``MilvusServer``) so that they can kill it with SIGKILL and restart i
 """
 
 import atexit
+import fcntl
 import os
 import shutil
 import signal
@@ -61,9 +62,20 @@ class MilvusServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "MilvusServer":
+        """Start the server and wait until it answers. Starts are serialised across processes (a lock file): the
+        wrapper probes free ports for Milvus's components and releases them just before the server binds them,
+        so two servers starting at once (test workers) could pick the same port."""
         command = server_command()
         if command is None:
             pytest.skip("the milvus wheel's milvus-server is not installed in this environment (make installs it)")
+        with open(Path(tempfile.gettempdir()) / "dcsr-milvus-start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return self._start(command)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _start(self, command: Path) -> "MilvusServer":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         etcd = self.data_dir / "embedded-etcd.yaml"
         client, peer = f"http://127.0.0.1:{self.etcd_client}", f"http://127.0.0.1:{self.etcd_peer}"
