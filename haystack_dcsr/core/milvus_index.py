@@ -20,7 +20,7 @@ so a query sees every write that returned (``Bounded`` trades that for throughpu
 
 import json
 import logging
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -183,12 +183,6 @@ class MilvusSentenceIndex(MaplessIndex):
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
             self._call(lambda: self.client.upsert(self.collection, batch), "write vectors")
-
-    def delete_passages(self, passage_ids: Iterable[str]) -> None:
-        ids = list(passage_ids)
-        for start in range(0, len(ids), READ_BATCH):
-            expr = f"passage_id in {literal(ids[start : start + READ_BATCH])}"
-            self._call(lambda: self.client.delete(self.collection, filter=expr), "delete passages")
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
         """Delete sentences by id, or every sentence matching a filter expression (all when neither is given)."""
