@@ -138,3 +138,23 @@ def test_scale_report_tables_the_growth_report_and_leaves_side_studies_alone(mon
     million = next(r for r in report["rows"] if r["size"] == 1_000_000)["build"]["build_peak_rss_gib"]
     assert len(rows) == 1 and f"| {million} |" in rows[0] and million <= 8
     assert (tmp_path / "cost_growth.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_results_hold_only_what_the_documentation_cites():
+    """benchmarks/results/ keeps the files the README and the product docs cite (plus the data a report is rebuilt
+    from), at most 60; the research notes name older files, which git history keeps."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "benchmarks/results"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert 0 < len(tracked) <= 60
+    pages = [ROOT / "README.md", ROOT / "benchmarks" / "README.md"]
+    pages += [p for p in (ROOT / "docs").rglob("*.md") if "research" not in p.parts]
+    cited = "\n".join(p.read_text() for p in pages)
+    report_inputs = {"ann_study.json", "cost_growth.md", "squad_open_zero_shot.json", "README.md"}
+    uncited = [
+        path
+        for path in tracked
+        if path.removeprefix("benchmarks/results/") not in cited
+        and path.removeprefix("benchmarks/results/") not in report_inputs
+    ]
+    assert uncited == []
