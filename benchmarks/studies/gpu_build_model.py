@@ -66,6 +66,7 @@ def main(argv=None) -> None:
     from gpu_train import evaluate, fp32_copy, sentences_of
 
     from haystack_dcsr.training.build_model import build_model
+    from haystack_dcsr.training.config import parse_overrides
 
     name = args.name or f"build_{args.budget}"
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,8 @@ def main(argv=None) -> None:
     base = fp32_copy(args.base, args.workdir / "base") if (args.base / "model.safetensors.xz").is_file() else args.base
     model = args.workdir / name
     start = time.perf_counter()
-    build_model(train, model, dev=dev, budget=args.budget, overrides=[f"base_model={base}", *args.set])
+    overrides = {"base_model": str(base), **parse_overrides(args.set)}
+    build_model(train, model, dev=dev, budget=args.budget, overrides=overrides)
     built_s = time.perf_counter() - start
     stages = {p.stem: json.loads(p.read_text())["seconds"] for p in sorted((model / "work").glob("*.done"))}
     corpus, questions, sample = benchmark_corpus(train, dev)

@@ -2,7 +2,7 @@
 
 dcsr-train convert-squad ../shared/data/squad/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
 dcsr-train mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_bm25.jsonl
-dcsr-train train --config trainer/configs/squad_dcsr.yaml --set lr=1e-5 --set epochs=2
+dcsr-train train --config squad_dcsr.yaml --set lr=1e-5 --set epochs=2   # a shipped recipe, or a file
 torchrun --nproc_per_node 8 -m haystack_dcsr.training train --config trainer/configs/squad_dcsr.yaml
 dcsr-train mine-dense runs/dcsr/best data/squad_train.jsonl data/corpus.jsonl data/squad_train_dcsr_hard.jsonl
 dcsr-train train-cross-encoder --set max_steps=400 --set output_dir=runs/cross_encoder
@@ -138,8 +138,10 @@ def average(args) -> None:
 
 def build_model(args) -> None:
     from haystack_dcsr.training.build_model import build_model as build
+    from haystack_dcsr.training.config import parse_overrides
 
-    out = build(args.data, args.out, args.corpus, args.dev, args.budget, args.recipe, args.set, args.dry_run)
+    overrides = parse_overrides(args.set)
+    out = build(args.data, args.out, args.corpus, args.dev, args.budget, args.recipe, overrides, args.dry_run)
     if not args.dry_run:
         print(f"model directory: {out} (load it with DCSRRetriever(model={str(out)!r}))")
 
@@ -299,15 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", type=Path, help="dev data (SQuAD JSON or records JSONL): validation and best/ selection")
     p.add_argument("--out", type=Path, required=True, help="the model directory to write (work files in out/work)")
     p.add_argument("--budget", choices=("cpu", "gpu"), default="cpu", help="the recipe's step counts (default cpu)")
-    p.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE, help=f"the recipe file (default {DEFAULT_RECIPE})")
+    p.add_argument("--recipe", default=DEFAULT_RECIPE, help=f"the recipe file (default: the shipped {DEFAULT_RECIPE})")
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting of both training stages"
     )
     p.add_argument("--dry-run", action="store_true", help="list the stages with estimated times; run nothing")
     p.set_defaults(func=build_model)
 
-    p = commands.add_parser("settings", help="print settings of a recipe file in trainer/configs/ (for scripts)")
-    p.add_argument("file", help="a YAML recipe, e.g. trainer/configs/build_model.yaml")
+    p = commands.add_parser("settings", help="print settings of a recipe (a file or a shipped recipe's name)")
+    p.add_argument("file", help="a YAML recipe, e.g. build_model.yaml (shipped) or trainer/configs/build_model.yaml")
     p.add_argument("key", nargs="?", default="", help="a dotted key, e.g. budgets.gpu.first (default: the whole file)")
     p.add_argument("--sets", action="store_true", help="print a mapping as --set KEY=VALUE lines for dcsr-train train")
     p.set_defaults(func=print_settings)

@@ -3,7 +3,7 @@
 import dataclasses
 import typing
 from pathlib import Path
-from typing import Any, List, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import yaml
 
@@ -25,19 +25,25 @@ class FieldsConfig:
     command = "train"
 
     @classmethod
-    def from_yaml(cls, path: Optional[Union[str, Path]] = None, overrides: Optional[List[str]] = None):
-        values = yaml.safe_load(Path(path).read_text()) if path else {}
+    def from_yaml(
+        cls,
+        path: Optional[Union[str, Path]] = None,
+        overrides: Optional[List[str]] = None,
+        settings: Optional[Mapping[str, Any]] = None,
+    ):
+        """The config in ``path`` (a file, or a shipped recipe's name: ``squad_dcsr.yaml``), then ``settings``
+        (values as objects: ``{"lr": 3e-5}``), then ``overrides`` (the command line's ``KEY=VALUE`` strings)."""
+        from haystack_dcsr.training.recipes import recipe_path
+
+        values = yaml.safe_load(recipe_path(path).read_text()) if path else {}
         values = {} if values is None else values
         if not isinstance(values, dict):
             raise ConfigError(
                 f"{path}: a config file is a mapping of settings (name: value, one per line), "
                 f"not a {type(values).__name__}"
             )
-        for item in overrides or []:
-            key, sep, raw = item.partition("=")
-            if not sep:
-                raise ConfigError(f"Override {item!r} is not key=value")
-            values[key.strip()] = yaml.safe_load(raw)
+        values.update(settings or {})
+        values.update(parse_overrides(overrides or []))
         for name, hint in typing.get_type_hints(cls).items():
             if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
                 values[name] = _number(values[name])
@@ -213,6 +219,17 @@ class CrossEncoderConfig(FieldsConfig):
         for name in ("max_steps", "questions_per_batch", "negatives", "max_length", "chunk", "log_every", "save_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+def parse_overrides(overrides: List[str]) -> Dict[str, Any]:
+    """``["lr=3e-5", "pooling=mean"]`` -> ``{"lr": 3e-05, "pooling": "mean"}`` (each value read as YAML)."""
+    values = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"Override {item!r} is not key=value")
+        values[key.strip()] = yaml.safe_load(raw)
+    return values
 
 
 class ConfigError(ValueError):

@@ -20,13 +20,15 @@ def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, bas
     import yaml
 
     from haystack_dcsr.training.build_model import DEFAULT_RECIPE
+    from haystack_dcsr.training.recipes import recipe_path
 
     data = tiny_squad(tmp_path / "train.json")
     out = tmp_path / "model"
-    recipe = yaml.safe_load(DEFAULT_RECIPE.read_text())
+    shipped = recipe_path(DEFAULT_RECIPE)
+    recipe = yaml.safe_load(shipped.read_text())
     recipe["budgets"]["cpu"]["questions"] = 8
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    (tmp_path / recipe["train_config"]).write_text((DEFAULT_RECIPE.parent / recipe["train_config"]).read_text())
+    (tmp_path / recipe["train_config"]).write_text((shipped.parent / recipe["train_config"]).read_text())
     settings = [
         "--recipe",
         str(tmp_path / "recipe.yaml"),
@@ -88,7 +90,7 @@ def test_dry_run_says_what_is_left_after_a_stop(tmp_path, capsys):
     """A build stopped in the DCSR-hard stage resumes from its newest checkpoint: the plan says so and
     counts only the steps after it (a checkpoint still being written, without state.pt, does not count),
     at the recipe's step time until steps were logged on this machine, then at their median."""
-    from haystack_dcsr.training.build_model import DEFAULT_RECIPE, _duration, load_recipe, plan
+    from haystack_dcsr.training.build_model import DEFAULT_RECIPE, Build, _duration, load_recipe, plan
 
     data = tiny_squad(tmp_path / "train.json")
     work = tmp_path / "model" / "work"
@@ -103,7 +105,7 @@ def test_dry_run_says_what_is_left_after_a_stop(tmp_path, capsys):
 
     def printed_and_expected():
         main(command)
-        stages = {s["stage"]: s for s in plan(recipe, "cpu", 16, work)}
+        stages = {s["stage"]: s for s in plan(Build(recipe, "cpu", data, work.parent, True, 16))}
         hard_left = stages["hard"]["seconds"] * (1 - 300 / stages["hard"]["steps"])
         return capsys.readouterr().out, stages, hard_left
 

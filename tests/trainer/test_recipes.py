@@ -1,10 +1,11 @@
-"""trainer/configs/ is the one place a recipe is written: scripts read it through ``settings`` and
-``dcsr-train settings``; a wrong key names what is there."""
+"""The shipped recipes (``haystack_dcsr/training/recipes/``, ``trainer/configs/`` in a clone) are the one place a
+recipe is written: scripts read it through ``settings`` and ``dcsr-train settings``; a wrong key names what is
+there; the trainer finds them by name from any directory."""
 
 import pytest
 
 from haystack_dcsr.training.cli import main
-from haystack_dcsr.training.recipes import set_arguments, settings
+from haystack_dcsr.training.recipes import recipe_names, recipe_path, set_arguments, settings
 
 
 def test_dotted_keys_and_list_positions(tmp_path):
@@ -36,3 +37,18 @@ def test_the_shipped_recipes_are_found_by_name_and_printed_as_set_arguments(caps
         main(["settings", "trainer/configs/studies.yaml", "reranker.first_steps", "--sets"])
     assert exit_info.value.code == 2
     assert "is a value, not a mapping of settings (drop --sets)" in capsys.readouterr().err
+
+
+def test_recipes_are_package_data_found_by_name_from_any_directory(tmp_path, monkeypatch):
+    """A wheel user has no trainer/configs/: names (and clone paths) resolve to the package's own files."""
+    from haystack_dcsr.training.config import TrainConfig
+
+    monkeypatch.chdir(tmp_path)
+    assert {"build_model.yaml", "squad_dcsr.yaml", "studies.yaml"} <= set(recipe_names())
+    shipped = recipe_path("trainer/configs/squad_dcsr.yaml")
+    assert shipped.parent.name == "recipes" and shipped.parent.parent.name == "training"
+    assert recipe_path("squad_dcsr.yaml") == shipped
+    config = TrainConfig.from_yaml("squad_dcsr.yaml", ["epochs=3"], settings={"lr": 2e-5, "pooling": "mean"})
+    assert (config.lr, config.pooling, config.epochs) == (2e-5, "mean", 3)  # values as objects, then --set strings
+    with pytest.raises(FileNotFoundError, match=r"nope\.yaml: no such recipe file \(shipped recipes: build_model"):
+        recipe_path("nope.yaml")
