@@ -92,7 +92,7 @@ def test_the_1x_folder_shows_its_nodes_and_one_engine_and_the_public_names_still
     modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
     assert modules == [
         "bm25", "filters", "hybrid", "milvus_store", "mining", "pipelines", "preprocessor", "query_encoder",
-        "reranker", "retriever", "serve",
+        "reranker", "rest_api", "retriever", "serve",
     ]  # fmt: skip
     assert sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__") == ["engine"]
     for name in haystack_dcsr.__all__:

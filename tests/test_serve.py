@@ -1,4 +1,5 @@
-"""Serving YAML pipelines through Haystack 1.x's REST API: the launcher registers the DCSR nodes in
+"""Serving YAML pipelines through Haystack 1.x's own REST API (``--haystack-rest-api``; the package's own is
+tested for real in test_rest_api.py): the launcher registers the DCSR nodes in
 the process that reads the YAML. ``rest_api`` and ``uvicorn`` are stood in for by two small modules
 doing what they do (the API loads PIPELINE_YAML_PATH with a plain Pipeline.load_from_yaml at import)."""
 
@@ -54,7 +55,7 @@ def test_the_launcher_serves_yaml_that_names_dcsr_nodes(tmp_path, tiny_bert):
     assert plain.returncode != 0 and "DCSRRetriever" in plain.stderr
     served = run(
         f"from haystack_dcsr.serve import main; main(['--pipeline', '{tmp_path / 'p.yml'}', "
-        "'--query-pipeline', 'query', '--port', '8123'])",
+        "'--query-pipeline', 'query', '--port', '8123', '--haystack-rest-api'])",
         env_dir,
         tiny_bert,
         tmp_path,
@@ -66,7 +67,10 @@ def test_the_launcher_serves_yaml_that_names_dcsr_nodes(tmp_path, tiny_bert):
 def test_the_launcher_says_how_to_install_the_rest_api(tmp_path, tiny_bert):
     (tmp_path / "empty").mkdir()
     result = run(
-        "from haystack_dcsr.serve import main; main(['--pipeline', 'x.yml'])", tmp_path / "empty", tiny_bert, tmp_path
+        "from haystack_dcsr.serve import main; main(['--pipeline', 'x.yml', '--haystack-rest-api'])",
+        tmp_path / "empty",
+        tiny_bert,
+        tmp_path,
     )
     assert result.returncode != 0 and "Haystack 1.x's REST API is not on PyPI" in result.stderr
 
@@ -89,7 +93,8 @@ def test_a_saved_pipeline_is_served_from_its_folder_and_leaves_no_temporary_file
     temporary.mkdir()
     code = (
         f"import tempfile; tempfile.tempdir = {str(temporary)!r}\n"
-        f"from haystack_dcsr.serve import main; main(['--pipeline', {str(saved)!r}, '--query-pipeline', 'search'])"
+        f"from haystack_dcsr.serve import main; main(['--pipeline', {str(saved)!r}, '--query-pipeline', 'search', "
+        "'--haystack-rest-api'])"
     )
     served = run(code, env_dir, tiny_bert, tmp_path)
     assert served.returncode == 0, served.stderr[-2000:]

@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore, FilterType
@@ -16,11 +16,12 @@ from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
+from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
 from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker, mark_answers
 from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
-from haystack_dcsr.haystack1.filters import per_query_filters
+from haystack_dcsr.haystack1.filters import check_filters, per_query_filters
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 
 CONFIG_NAME = "dcsr_retriever.json"
@@ -273,13 +274,24 @@ class DCSRRetriever(DenseRetriever):
         return self._embedder(document_store or self.document_store).train_faiss_index(max_sentences, seed, index)
 
     def delete_passages(
-        self, passage_ids: List[str], index: Optional[str] = None, document_store: Optional[BaseDocumentStore] = None
+        self,
+        passage_ids: Optional[List[str]] = None,
+        index: Optional[str] = None,
+        document_store: Optional[BaseDocumentStore] = None,
+        filters: Optional[Dict[str, Any]] = None,
     ) -> int:
-        """Delete passages (every sentence Document of each, stale ones included) by passage id and
-        return how many sentence Documents went. Unlike ``store.delete_documents`` on a FAISS Flat
-        index, the remaining vectors keep pointing at the right sentences (see
-        ``passage_deletion``), so no re-embedding is needed."""
-        return self.engine.delete_passages(self._store(document_store, "delete_passages()"), index, passage_ids)
+        """Delete passages (every sentence Document of each, stale ones included) by passage id, or those
+        whose meta matches ``filters`` (Haystack 1.x syntax: a sentence carries its passage's meta), and
+        return how many sentence Documents went. Unlike ``store.delete_documents`` on a FAISS Flat index,
+        the remaining vectors keep pointing at the right sentences (see ``passage_deletion``), so no
+        re-embedding is needed."""
+        store = self._store(document_store, "delete_passages()")
+        if (passage_ids is None) == (filters is None):
+            raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+        if filters is not None:
+            check_filters(filters)
+            passage_ids = passages_matching(store, filters, index)
+        return self.engine.delete_passages(store, index, list(passage_ids))
 
     # ---- persistence ----------------------------------------------------------------------------
 

@@ -1,14 +1,16 @@
-"""``python -m haystack_dcsr.serve``: Haystack 1.x's REST API with the DCSR node types registered.
+"""``python -m haystack_dcsr.serve``: serve a saved Haystack 1.x pipeline over HTTP.
 
-Haystack 1.x finds a custom node type in YAML only if its module was imported in the process that
-reads the YAML (it has no plugin discovery), and its REST API (``rest_api``, installed from
-Haystack's v1.x repository, not from PyPI) imports none. This launcher imports ``haystack_dcsr``,
-points the API at the YAML and runs it in the same process:
+By default it runs this package's REST API (``haystack_dcsr.haystack1.rest_api``; ``pip install
+'haystack-dcsr[haystack1,serve]'``), which answers Haystack's ``/query`` request and response shapes:
 
-    python -m haystack_dcsr.serve --pipeline examples/pipelines/query.haystack-pipeline.yml \
-        --query-pipeline search --port 8000
+    python -m haystack_dcsr.serve --pipeline served/query.yml --query-pipeline search --port 8000
     curl -X POST localhost:8000/query -H 'Content-Type: application/json' \
         -d '{"query": "Who decoded the waggle dance?", "params": {"Retriever": {"top_k": 3}}}'
+
+``--haystack-rest-api`` runs Haystack 1.x's own ``rest_api`` instead, where a user installed it from Haystack's
+repository (it is not on PyPI): Haystack 1.x finds a custom node type in YAML only if its module was imported in
+the process that reads the YAML, so this launcher imports ``haystack_dcsr`` and hands that API a resolved copy
+of the YAML.
 
 One worker: a FAISS store lives in the process that loaded it (Haystack says the same).
 """
@@ -20,24 +22,44 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 INSTALL = "pip install 'git+https://github.com/deepset-ai/haystack.git@v1.26.4#subdirectory=rest_api' uvicorn"
+INSTALL_SERVE = "pip install 'haystack-dcsr[haystack1,serve]'"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m haystack_dcsr.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("--pipeline", required=True, help="the YAML file (sets PIPELINE_YAML_PATH)")
-    parser.add_argument("--query-pipeline", default="query", help="its query pipeline (QUERY_PIPELINE_NAME)")
-    parser.add_argument("--indexing-pipeline", default="indexing", help="its indexing pipeline, if any")
+    parser.add_argument("--pipeline", required=True, help="the YAML file (e.g. one written by save_pipeline)")
+    parser.add_argument("--query-pipeline", default="query", help="its query pipeline's name (default: query)")
+    parser.add_argument("--indexing-pipeline", default="indexing", help="with --haystack-rest-api: its indexing one")
     parser.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
     )
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="add POST /documents/delete_by_filters; each deletion is saved to the pipeline's folder (off by default)",
+    )
+    parser.add_argument(
+        "--haystack-rest-api", action="store_true", help=f"run Haystack 1.x's own rest_api instead ({INSTALL})"
+    )
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = build_parser().parse_args(argv)
+    if not args.haystack_rest_api:
+        missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
+        if missing:
+            sys.exit(f"error: {', '.join(missing)} not installed: {INSTALL_SERVE}")
+        import uvicorn
+
+        from haystack_dcsr.haystack1.rest_api import create_app
+
+        app = create_app(args.pipeline, args.query_pipeline, allow_writes=args.allow_writes)
+        uvicorn.run(app, host=args.host, port=args.port, workers=1, log_level="warning")
+        return
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         sys.exit(f"error: {', '.join(missing)} not installed. Haystack 1.x's REST API is not on PyPI: {INSTALL}")

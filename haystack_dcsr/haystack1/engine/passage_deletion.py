@@ -9,7 +9,7 @@ removal is followed by the same shift in SQL: each remaining id moves down by th
 removed ids below it, exactly what ``remove_ids`` did to the vectors, so no re-embedding is needed.
 """
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore
@@ -38,6 +38,19 @@ def delete_passages(document_store: BaseDocumentStore, passage_ids: List[str], i
         ]
     delete_sentences(document_store, ids, index)
     return len(ids)
+
+
+def passages_matching(
+    document_store: BaseDocumentStore, filters: Dict[str, Any], index: Optional[str] = None
+) -> List[str]:
+    """The ids of the passages whose sentence Documents match ``filters`` (each sentence carries its passage's
+    meta, so a passage matches whole or not at all), evaluated as DCSR evaluates filters on every store (numbers
+    as numbers; ``filters.matcher``)."""
+    from haystack_dcsr.haystack1.filters import matcher
+
+    match = matcher(filters)
+    documents = document_store.get_all_documents_generator(index=index, return_embedding=False)
+    return sorted({_passage_of(doc.id) for doc in documents if match(doc.meta)} - {None})
 
 
 def delete_sentences(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> None:

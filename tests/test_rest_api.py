@@ -1,0 +1,255 @@
+"""``python -m haystack_dcsr.serve`` for real: a server process on 127.0.0.1 over a folder written by
+``save_pipeline``, concurrent clients, malformed bodies, kill -9 and a restart from the same folder, and the
+delete route (off by default; when on, each deletion is saved before it is acknowledged)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from corpus import CORPUS, QUESTIONS
+from milvus_server import free_port
+
+pytest.importorskip("fastapi")
+
+ROOT = Path(__file__).resolve().parents[1]
+YAML = """version: ignore
+components:
+  - name: Store
+    type: FAISSDocumentStore
+    params: {{sql_url: "sqlite:///{db}", embedding_dim: 32, faiss_index_factory_str: Flat, similarity: dot_product}}
+  - name: Retriever
+    type: DCSRRetriever
+    params: {{document_store: Store, query_model: {model}, top_k: 3, progress_bar: false}}
+pipelines:
+  - name: search
+    nodes:
+      - {{name: Retriever, inputs: [Query]}}
+"""
+
+
+def saved_folder(folder: Path, model: str) -> Path:
+    """A FAISS pipeline over the test corpus (each passage with a numeric ``year``), saved with save_pipeline."""
+    from haystack.schema import Document
+
+    from haystack_dcsr import SentencePreprocessor, load_pipeline, save_pipeline
+
+    folder.mkdir(parents=True)
+    (folder / "build.yml").write_text(YAML.format(db=folder / "build.db", model=model))
+    pipeline = load_pipeline(folder / "build.yml", pipeline_name="search")
+    passages = [
+        Document(content=text, meta={"title": title, "year": 1900 + i}) for i, (title, text) in enumerate(CORPUS)
+    ]
+    retriever = pipeline.get_node("Retriever")
+    retriever.document_store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
+    retriever.document_store.update_embeddings(retriever)
+    return save_pipeline(pipeline, folder / "served" / "search.yml")
+
+
+def answers_in_process(path: Path):
+    from haystack_dcsr import load_pipeline
+
+    pipeline = load_pipeline(path, pipeline_name="search")
+    return {q: ranked(d.to_dict() for d in pipeline.run(query=q)["documents"]) for q, _ in QUESTIONS}
+
+
+def ranked(documents):
+    return [(d["meta"]["title"], round(d["score"], 4)) for d in documents]
+
+
+class Server:
+    """``python -m haystack_dcsr.serve`` as a child process on a free loopback port."""
+
+    def __init__(self, path: Path, *flags: str):
+        self.path, self.flags, self.process = path, flags, None
+
+    def start(self, timeout: float = 120) -> "Server":
+        self.port = free_port()
+        command = [sys.executable, "-m", "haystack_dcsr.serve", "--pipeline", str(self.path)]
+        command += ["--query-pipeline", "search", "--port", str(self.port), *self.flags]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the server exited: {self.process.stdout.read().decode()[-3000:]}")
+            try:
+                if self.get("/initialized") == (200, True):
+                    return self
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError("the server did not answer /initialized in time")
+
+    def kill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
+
+    def get(self, route: str):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{route}", timeout=30) as response:
+            return response.status, json.loads(response.read())
+
+    def post(self, route: str, body, raw: bytes = None):
+        data = raw if raw is not None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{route}", data=data, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            text = error.read().decode()
+            return error.code, json.loads(text) if text.startswith(("{", "[")) else text
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, tiny_bert):
+    return saved_folder(tmp_path_factory.mktemp("rest") / "site", tiny_bert)
+
+
+@pytest.fixture(scope="module")
+def expected(folder):
+    return answers_in_process(folder)
+
+
+@pytest.fixture(scope="module")
+def server(folder):
+    server = Server(folder).start()
+    yield server
+    server.stop()
+
+
+def test_health_routes_and_haystack_shapes(server, expected):
+    import haystack
+
+    assert server.get("/initialized") == (200, True)
+    assert server.get("/hs_version") == (200, {"hs_version": haystack.__version__})
+    status, body = server.post("/query", {"query": QUESTIONS[0][0], "params": {"Retriever": {"top_k": 2}}})
+    assert status == 200 and set(body) == {"query", "answers", "documents"}
+    assert body["query"] == QUESTIONS[0][0] and body["answers"] == []
+    assert ranked(body["documents"]) == expected[QUESTIONS[0][0]][:2]
+    document = body["documents"][0]
+    assert {"content", "content_type", "id", "meta", "score", "embedding"} <= set(document)
+    assert document["embedding"] is None and document["meta"]["dcsr_sentences"]
+    status, found = server.post("/documents/get_by_filters", {"filters": {"title": ["Paris"]}})
+    assert status == 200 and found and {d["meta"]["title"] for d in found} == {"Paris"}
+
+
+def test_concurrent_clients_get_the_in_process_answers(server, expected):
+    """8 client threads x 10 queries at once: every answer equals the pipeline's own in this process."""
+    questions = [q for q, _ in QUESTIONS] * 16
+
+    def ask(question):
+        status, body = server.post("/query", {"query": question})
+        return question, status, ranked(body["documents"])
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(ask, questions))
+    assert len(results) == 80
+    assert [(q, s, r) for q, s, r in results if s != 200 or r != expected[q]] == []
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"query": "x", "params": {"Retriever": {"top_kk": 3}}}, 422, "params.Retriever.top_kk: node 'Retriever' "
+         "(DCSRRetriever) takes no parameter 'top_kk' (did you mean 'top_k'?)"),
+        ({"query": "x", "params": {"Retriver": {"top_k": 3}}}, 422, "params.Retriver: no node or parameter "
+         "'Retriver' in this pipeline (nodes: Retriever) (did you mean 'Retriever'?)"),
+        ({"query": "x", "params": {"Retriever": {"filters": "title"}}}, 422, "params.Retriever.filters: filters must "
+         "be a dict (Haystack 1.x syntax), got str"),
+        ({"query": "x", "params": {"Retriever": {"filters": ["title"]}}}, 422, "params.Retriever.filters: filters "
+         "must be a dict (Haystack 1.x syntax), got list"),
+        ({"query": "x", "params": {"filters": {"year": {"$regex": "19"}}}}, 422, "params.filters: filters.year: "
+         "unknown comparison operator '$regex' for field 'year'"),
+        ({"query": "x", "params": {"Retriever": {"filters": {"year": {"$gt": "abc"}}}}}, 400, "compare values of "
+         "different kinds"),
+        ({"query": 123}, 422, "query: expected a non-empty string, got int 123"),
+        ({"query": ""}, 422, "query: expected a non-empty string"),
+        ({"params": {}}, 422, "request body: 'query' is required"),
+        ({"query": "x", "top_k": 3}, 422, "request body: unknown field 'top_k'"),
+        ([{"query": "x"}], 422, "request body: expected a JSON object with query, params, debug, got list"),
+        ({"query": "x", "params": "Retriever"}, 422, "params: expected an object of node names or parameters"),
+        ({"query": "x", "params": {"Retriever": {"top_k": "ten"}}}, 400, ""),
+    ],
+)  # fmt: skip
+def test_a_bad_request_gets_a_4xx_naming_the_fault_never_a_traceback(server, body, status, message):
+    got, answer = server.post("/query", body)
+    assert got == status, answer
+    assert isinstance(answer, dict) and len(answer["errors"]) == 1, answer
+    assert message in answer["errors"][0] and "Traceback" not in answer["errors"][0]
+
+
+def test_a_body_that_is_not_json_is_a_400(server):
+    status, answer = server.post("/query", None, raw=b"{query: x")
+    assert status == 400 and answer["errors"][0].startswith("request body: not valid JSON")
+    status, answer = server.post("/documents/get_by_filters", {"filters": {"year": {"$in": 1901}}})
+    assert status == 422 and "$in takes a list, got 1901" in answer["errors"][0]
+
+
+def test_writes_are_off_by_default(server):
+    status, _ = server.post("/documents/delete_by_filters", {"filters": {"title": ["Paris"]}})
+    assert status in (404, 405)
+    assert server.post("/query", {"query": QUESTIONS[0][0]})[0] == 200
+
+
+def test_a_killed_server_restarts_from_its_folder_and_answers_the_same(folder, expected):
+    server = Server(folder).start()
+    try:
+        with ThreadPoolExecutor(4) as pool:  # killed while clients are asking
+            pending = [pool.submit(server.post, "/query", {"query": q}) for q, _ in QUESTIONS * 4]
+            time.sleep(0.2)
+            server.kill()
+            outcomes = []
+            for future in pending:
+                try:
+                    outcomes.append(future.result())
+                except OSError:  # the connection died with the server: a clear error, no wrong answer
+                    outcomes.append(None)
+        assert all(o is None or o[0] == 200 for o in outcomes)
+        server.start()
+        assert {q: ranked(server.post("/query", {"query": q})[1]["documents"]) for q, _ in QUESTIONS} == expected
+    finally:
+        server.stop()
+
+
+def test_an_acknowledged_delete_survives_kill_9_and_an_interrupted_one_leaves_a_loadable_folder(tmp_path, tiny_bert):
+    """With --allow-writes each deletion is saved (crash-safe) before the route answers: killed right after, the
+    restart serves the deletion; killed during the next one, the folder loads with that passage either whole
+    or gone, and the answers equal a pipeline loaded in-process from the same folder."""
+    path = saved_folder(tmp_path / "site", tiny_bert)
+    server = Server(path, "--allow-writes").start()
+    try:
+        assert server.post("/documents/delete_by_filters", {"filters": {"title": ["Paris"]}}) == (200, True)
+        assert server.post("/documents/delete_by_filters", {})[0] == 422  # deleting everything needs a filter
+        server.kill()
+        server.start()
+        served = {q: ranked(server.post("/query", {"query": q})[1]["documents"]) for q, _ in QUESTIONS}
+        assert "Paris" not in {title for answer in served.values() for title, _ in answer}
+        assert served == answers_in_process(path)
+        kill = threading.Timer(0.05, server.kill)
+        kill.start()
+        try:
+            server.post("/documents/delete_by_filters", {"filters": {"title": ["Berlin"]}})
+        except OSError:
+            pass
+        kill.join()
+        server.process.wait(timeout=30)
+        server.start()
+        served = {q: ranked(server.post("/query", {"query": q})[1]["documents"]) for q, _ in QUESTIONS}
+        titles = {title for answer in served.values() for title, _ in answer}
+        assert "Paris" not in titles and {"Banana", "Jupiter", "Penicillin"} <= titles
+        assert served == answers_in_process(path)
+    finally:
+        server.stop()
