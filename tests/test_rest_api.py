@@ -68,15 +68,17 @@ def ranked(documents):
 class Server:
     """``python -m haystack_dcsr.serve`` as a child process on a free loopback port."""
 
-    def __init__(self, path: Path, *flags: str):
-        self.path, self.flags, self.process = path, flags, None
+    def __init__(self, path: Path, *flags: str, python: str = sys.executable, cwd: Path = ROOT):
+        self.path, self.flags, self.process, self.python, self.cwd = path, flags, None, python, cwd
 
     def start(self, timeout: float = 120) -> "Server":
         self.port = free_port()
-        command = [sys.executable, "-m", "haystack_dcsr.serve", "--pipeline", str(self.path)]
+        command = [self.python, "-m", "haystack_dcsr.serve", "--pipeline", str(self.path)]
         command += ["--query-pipeline", "search", "--port", str(self.port), *self.flags]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command, cwd=self.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

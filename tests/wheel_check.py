@@ -1,20 +1,29 @@
-"""Build the wheel and the sdist, install the wheel into a clean virtual environment and run it there.
+"""Build the wheel and the sdist, install the wheel with its dependencies into an isolated virtual environment and
+run it there.
 
-Offline: the wheel is installed with ``--no-index --no-deps``, and the clean environment reads the
-dependencies (farm-haystack or haystack-ai, torch, ...) from the environment running the tests
-through one ``.pth`` line, after its own site-packages, so ``haystack_dcsr`` itself can only come from
-the wheel. Both suites use it: the 1.x one with ``[haystack1]``'s packages, the 2.x one with
-``[haystack2]``'s.
+Offline and isolated: the test builds a local wheelhouse holding exactly the dependency closure the wheel's own
+``Requires-Dist`` asks for (with the extras a suite needs), each distribution repacked from the environment running
+the tests (its files and metadata, as installed), and pip installs the wheel from that wheelhouse alone
+(``--no-index --find-links``) into a venv that sees nothing else. A dependency missing from ``pyproject.toml`` is
+therefore missing there too, and the import fails. Both suites use it: the 1.x one with ``[haystack1,serve]``,
+the 2.x one with ``[haystack2]``.
 """
 
+import importlib.metadata as metadata
+import re
 import subprocess
 import sys
-import sysconfig
 import venv
 import zipfile
 from pathlib import Path
+from typing import Iterable, List, Sequence, Set, Tuple
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.tags import sys_tags
 
 ROOT = Path(__file__).resolve().parents[1]
+PIP_OWN = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")  # pip writes these afresh on install
 
 
 def build(out: Path) -> tuple:
@@ -29,26 +38,83 @@ def build(out: Path) -> tuple:
     return next(out.glob("*.whl")), next(out.glob("*.tar.gz"))
 
 
-def clean_venv(folder: Path, wheel: Path) -> Path:
-    """A new virtual environment with only the wheel installed (its dependencies seen from ours)."""
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _wanted(requirements: Iterable[str], extras: Sequence[str]) -> List[Requirement]:
+    found = []
+    for text in requirements:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({**default_environment(), "extra": e}) for e in ("", *extras)):
+            found.append(requirement)
+    return found
+
+
+def dependency_closure(wheel: Path, extras: Sequence[str]) -> List[str]:
+    """Every distribution the wheel's ``Requires-Dist`` needs with ``extras``, transitively, as installed here."""
+    requirements = [v for k, v in _metadata_fields(wheel_metadata(wheel, "METADATA")) if k == "Requires-Dist"]
+    pending: List[Tuple[str, Tuple[str, ...]]] = [(r.name, tuple(r.extras)) for r in _wanted(requirements, extras)]
+    seen: Set[Tuple[str, Tuple[str, ...]]] = set()
+    names: Set[str] = set()
+    while pending:
+        name, wanted_extras = pending.pop()
+        if (_key(name), wanted_extras) in seen:
+            continue
+        seen.add((_key(name), wanted_extras))
+        distribution = metadata.distribution(name)  # PackageNotFoundError: the test environment lacks it
+        names.add(distribution.metadata["Name"])
+        pending += [(r.name, tuple(r.extras)) for r in _wanted(distribution.requires or [], wanted_extras)]
+    return sorted(names, key=_key)
+
+
+def repack(name: str, out: Path) -> Path:
+    """The installed distribution ``name`` as a wheel in ``out``: its files under site-packages and its metadata
+    (scripts are rebuilt by pip from ``entry_points.txt``), tagged with its WHEEL tag that fits this Python."""
+    distribution = metadata.distribution(name)
+    info = Path(distribution._path)  # the .dist-info folder
+    tags = re.findall(r"^Tag: (.+)$", (info / "WHEEL").read_text(), re.M)
+    supported = {str(tag) for tag in sys_tags()}
+    tag = next((t for t in tags if t in supported), tags[0])
+    target = out / f"{re.sub(r'[-_.]+', '_', distribution.metadata['Name'])}-{distribution.version}-{tag}.whl"
+    record = []
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as archive:
+        for file in distribution.files or []:
+            path = str(file)
+            if path.startswith("..") or path.endswith(".pyc") or path in (f"{info.name}/{n}" for n in PIP_OWN):
+                continue
+            if (info.parent / path).is_file():
+                archive.write(info.parent / path, path)
+                record.append(f"{path},,")
+        archive.writestr(f"{info.name}/RECORD", "\n".join(record + [f"{info.name}/RECORD,,"]) + "\n")
+    return target
+
+
+def clean_venv(folder: Path, wheel: Path, extras: Sequence[str] = ()) -> Path:
+    """A new virtual environment with the wheel installed by pip with its dependencies (and ``extras``'), from a
+    wheelhouse of exactly their closure; it sees no other package."""
+    wheelhouse = folder.parent / f"{folder.name}-wheelhouse"
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    for name in dependency_closure(wheel, extras):
+        repack(name, wheelhouse)
     venv.create(folder, with_pip=False)
     python = folder / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    (Path(purelib) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-index", "--no-deps"]
-        + [str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-index", "--no-compile"]
+        + ["--find-links", str(wheelhouse), target],
         check=True,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     return python
+
+
+def _metadata_fields(text: str) -> List[Tuple[str, str]]:
+    header = text.split("\n\n", 1)[0]
+    return [tuple(line.split(": ", 1)) for line in header.splitlines() if ": " in line and not line.startswith(" ")]
 
 
 def wheel_names(wheel: Path) -> list:

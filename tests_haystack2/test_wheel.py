@@ -1,12 +1,12 @@
-"""The wheel installed in a clean environment beside haystack-ai runs the README's 2.x quick start
-(offline; see ``tests/wheel_check.py``)."""
+"""The wheel installed with ``[haystack2]`` and its dependencies in an isolated environment runs the README's 2.x
+quick start (offline; see ``tests/wheel_check.py``)."""
 
 from wheel_check import build, clean_venv, quick_start_in
 
 
 def test_the_installed_wheel_runs_the_2x_quick_start(tmp_path):
     wheel, _ = build(tmp_path / "dist")
-    python = clean_venv(tmp_path / "venv", wheel)
+    python = clean_venv(tmp_path / "venv", wheel, ("haystack2",))
     work = tmp_path / "work"
     work.mkdir()
     result = quick_start_in(
