@@ -2,6 +2,7 @@
 the network, model paths outside the model directory, YAML that expands without bound, fusion
 weights that turn every score into NaN."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from test_errors import YAML
 from tiny_models import make_tiny_cross_encoder
 
 from haystack_dcsr import HybridJoin, load_pipeline
-from haystack_dcsr.core.dcsr_model import ModelFiles
+from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles
 from haystack_dcsr.core.fusion import fuse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,8 @@ def test_model_directory_tower_paths_stay_inside_it(tmp_path, tiny_bert, where):
     (model / "dcsr_model.json").write_text(json.dumps({"query": where, "passage": None}))
     with pytest.raises(ValueError, match="tower folder .* (must be a relative path|points outside)"):
         ModelFiles.locate(str(model))
-    (model / "dcsr_model.json").write_text(json.dumps({"query": "query_encoder", "passage": None}))
+    settings = dataclasses.asdict(DCSRSettings())  # a whole manifest: every setting that changes the model
+    (model / "dcsr_model.json").write_text(json.dumps({"query": "query_encoder", "passage": None, **settings}))
     assert ModelFiles.locate(str(model)).query_dir == str(model / "query_encoder")
 
 

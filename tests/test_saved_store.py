@@ -22,6 +22,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever, load_faiss_store, load_pipeline, save_faiss_store, save_pipeline
+from haystack_dcsr.core.checksums import DamagedFileError
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 QUESTIONS = ["Who discovered penicillin?", "Which wall divided Berlin?", "What is the largest planet?"]
@@ -119,6 +120,9 @@ def test_an_older_index_file_beside_a_newer_database_and_map_is_refused(tmp_path
     )
     assert right == answers(retriever)
     shutil.copy(tmp_path / "old" / "index.faiss", tmp_path / "new" / "index.faiss")
+    with pytest.raises(DamagedFileError, match=r"new/index\.faiss: damaged: its SHA-256 differs"):
+        load_faiss_store(tmp_path / "new" / "index.faiss")  # refused at load, by the checksum saved with it
+    (tmp_path / "new" / "index.faiss.sha256").unlink()  # a save from before checksums: the vector map still tells
     mixed = load_faiss_store(tmp_path / "new" / "index.faiss")
     reader = DCSRRetriever(document_store=mixed, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)
     with pytest.raises(IndexOutOfSyncError, match="holds other vectors than the ones saved with its vector map"):

@@ -27,6 +27,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
+from haystack_dcsr.core.checksums import files_under, verify_checksums, write_checksums
 from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import (  # noqa: F401 (re-exported: the model's settings and their file)
@@ -84,9 +85,11 @@ class ModelFiles:
         splitter = str(root / SPLITTER_FILE) if (root / SPLITTER_FILE).is_file() else None
         if manifest.is_file():
             query, passage, settings = read_manifest(root)
+            verify_checksums(root)  # the towers' weights and the splitter, as saved
             return cls(query, passage, settings, splitter)
         in_model = enclosing_model_settings(root)
         if in_model is not None:  # one tower folder of a model directory: its weights, the model's settings
+            verify_checksums(root.parent, only=(f"{root.name}/",))
             parent_splitter = root.parent / SPLITTER_FILE
             return cls(str(root), str(root), in_model, str(parent_splitter) if parent_splitter.is_file() else None)
         if (root / QUERY_DIR).is_dir() and (root / PASSAGE_DIR).is_dir():  # a trainer output before DCSRModel
@@ -231,6 +234,7 @@ def save_towers(
         splitter.save(directory / SPLITTER_FILE)
     elif splitter_file:
         (directory / SPLITTER_FILE).write_text(Path(splitter_file).read_text())
+    write_checksums(directory, files_under(directory, QUERY_DIR, PASSAGE_DIR, SPLITTER_FILE))
     write_manifest(directory, settings, shared=passage is None)
 
 

@@ -137,16 +137,50 @@ def write_manifest(directory: Union[str, Path], settings: DCSRSettings, shared: 
 def read_manifest(root: Path) -> Tuple[str, str, DCSRSettings]:
     """The tower folders and settings ``dcsr_model.json`` names."""
     manifest = root / MODEL_FILE
-    state = json.loads(manifest.read_text())
+    try:
+        state = json.loads(manifest.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{manifest}: not valid JSON ({error}): the model directory's settings file is damaged")
+    if not isinstance(state, dict):
+        raise ValueError(f"{manifest}: expected a JSON object of settings, got a {type(state).__name__}")
     unknown = set(state) - {f.name for f in dataclasses.fields(DCSRSettings)} - {"query", "passage"}
     if unknown:
         raise ValueError(f"{manifest}: unknown settings {sorted(unknown)}")
     query = _inside(root, state.pop("query", QUERY_DIR), manifest)
     passage = state.pop("passage", None)
     passage = _inside(root, passage, manifest) if passage else query
+    check_manifest_fields(manifest, state)
     settings = DCSRSettings(**state)
     _warn_where_towers_disagree(manifest, settings, {"query": query, "passage": passage})
     return query, passage, settings
+
+
+# every setting that changes what the model computes: a manifest without one would load with a default that may
+# differ from how the model was trained, silently, so each is required, with its kind
+REQUIRED_SETTINGS = {
+    "level": (str, "sentence or passage"),
+    "pooling": (str, "marker, mean or cls"),
+    "normalize": (bool, "true or false"),
+    "temperature": ((int, float), "a number > 0"),
+    "max_query_length": (int, "a whole number of tokens"),
+    "max_passage_length": (int, "a whole number of tokens"),
+    "language": (str, "the sentence splitter's language"),
+    "min_words": (int, "the sentence splitter's merge threshold"),
+}
+
+
+def check_manifest_fields(manifest: Path, state: Dict[str, Any]) -> None:
+    """Each required setting present and of its kind; the first problem names the file and the field."""
+    for name, (kind, meaning) in REQUIRED_SETTINGS.items():
+        if name not in state:
+            raise ValueError(
+                f"{manifest}: missing {name!r} ({meaning}): every setting that changes what the model computes is "
+                "required, so a default never stands in for how the model was trained. Restore the file, or save "
+                "the model again."
+            )
+        value = state[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"{manifest}: {name!r} must be {meaning}, got {value!r}")
 
 
 def enclosing_model_settings(directory: Path) -> Optional[DCSRSettings]:

@@ -15,6 +15,8 @@ from typing import Literal, Optional, Tuple, Union
 import torch
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from haystack_dcsr.core.checksums import verify_checksums
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -133,11 +135,25 @@ def load_tower(
             "one written by save_pretrained (config.json, tokenizer files, weights), e.g. a trainer output's "
             "query_encoder/ or passage_encoder/"
         )
+    if os.path.isdir(path):  # a tower of a model directory: its files as saved (checksums.sha256 beside it)
+        verify_checksums(Path(path).parent, only=(f"{Path(path).name}/",))
     try:
         # never run code shipped with a model directory: DCSR needs only standard encoder architectures
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        model = AutoModel.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as error:
+        raise OSError(
+            f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
+            f"name while online ({error})"
+        ) from error
+    try:
+        model = AutoModel.from_pretrained(path, trust_remote_code=False)
+    except Exception as error:  # noqa: BLE001 - safetensors and torch raise their own types for a damaged file
+        weights = [p for p in ("model.safetensors", "pytorch_model.bin") if os.path.isfile(os.path.join(path, p))]
+        if weights:
+            raise OSError(
+                f"{os.path.join(path, weights[0])}: the tower's weights cannot be read ({type(error).__name__}: "
+                f"{error}); the file is truncated or damaged: restore it, or save the model again"
+            ) from error
         raise OSError(
             f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
             f"name while online ({error})"

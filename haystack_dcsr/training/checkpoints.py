@@ -2,8 +2,9 @@
 
 Each holds the weights, optimiser, scheduler and progress (``state.pt``, written by the main rank) and
 every rank's random state (``rng-<rank>.pt``), so a resumed run continues exactly where it stopped:
-the same batches, dropout masks and loss. A checkpoint is refused, by name, when it is damaged or when
-the run is resumed with settings that change what it computes.
+the same batches, dropout masks and loss, and their SHA-256 checksums (``checksums.sha256``). A checkpoint
+is refused, by name, when it is damaged (truncated, or bytes altered inside a tensor, which ``torch.load``
+alone would read as other numbers) or when the run is resumed with settings that change what it computes.
 """
 
 import logging
@@ -18,6 +19,8 @@ import numpy as np
 import torch
 import yaml
 
+from haystack_dcsr.core.atomic_files import atomic_write_text
+from haystack_dcsr.core.checksums import CHECKSUM_FILE, DamagedFileError, sha256_of, verify_checksums
 from haystack_dcsr.training.distributed import Distributed
 
 logger = logging.getLogger(__name__)
@@ -74,6 +77,13 @@ class Checkpoints:
         self.dist.barrier()
         if self.dist.main:
             torch.save(state(), directory / "state.tmp")
+            # hashed before the rename, so a complete checkpoint (state.pt) always has its checksums
+            rng_files = sorted(path.name for path in directory.glob("rng-*.pt"))
+            hashes = {name: sha256_of(directory / name) for name in rng_files}
+            hashes["state.pt"] = sha256_of(directory / "state.tmp")
+            atomic_write_text(
+                directory / CHECKSUM_FILE, "".join(f"{digest}  {name}\n" for name, digest in sorted(hashes.items()))
+            )
             os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
             for old in self.all()[: -self.keep]:
                 shutil.rmtree(old)
@@ -84,6 +94,13 @@ class Checkpoints:
         """Hand the newest checkpoint's state to ``restore`` and set this rank's RNG state from it."""
         directory = self.all()[-1]
         state_file = directory / "state.pt"
+        try:
+            verify_checksums(directory)
+        except DamagedFileError as error:
+            raise CheckpointError(
+                f"Checkpoint {directory} cannot be resumed: {error} Delete that directory to resume from the one "
+                "before it, or start over with --no-resume (Trainer.train(resume=False))."
+            ) from error
         try:
             restore(torch.load(state_file, map_location=device, weights_only=True))
             rng_file = directory / f"rng-{self.dist.rank}.pt"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from haystack_dcsr.core.atomic_files import atomic_write_bytes, atomic_write_text, replacing
+from haystack_dcsr.core.checksums import verify_checksums, write_checksums
 from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
@@ -78,8 +79,15 @@ def save_faiss_store(
             config["sql_url"] = absolute_sql_url(config.get("sql_url", ""), Path.cwd())
     atomic_write_bytes(index_path, memoryview(data))
     atomic_write_text(config_path(index_path), json.dumps(config, default=str))
+    # the index and its config, hashed (the database copy is opened read-write by a load, so it is not)
+    write_checksums(index_path.parent, [index_path.name, config_path(index_path).name], checksum_listing(index_path))
     sentence_map.save(map_path(index_path), fingerprint)  # last: the map seals the set
     return index_path
+
+
+def checksum_listing(index_path: Path) -> str:
+    """The checksum file of one saved store (several stores may share a generation folder)."""
+    return f"{index_path.name}.sha256"
 
 
 def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:
@@ -113,6 +121,7 @@ def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, 
     index_path = saved_file(index_path, base)
     config_file = saved_file(config_path(index_path), base)
     check_index_file(index_path)
+    verify_checksums(index_path.parent, listing=checksum_listing(index_path))
     config = json.loads(config_file.read_text())
     resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
     if resolved == config.get("sql_url"):
