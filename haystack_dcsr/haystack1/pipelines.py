@@ -19,7 +19,8 @@ import difflib
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 import yaml
 from haystack import Pipeline
@@ -38,11 +39,18 @@ def load_pipeline(
     pipeline = load_pipeline("examples/pipelines/query.haystack-pipeline.yml", pipeline_name="query")
     """
     path = Path(path)
-    config = read_pipeline_yaml(path)
-    problems = [problem for component in config.get("components", []) for problem in _check_component(component)]
-    if problems:
-        raise PipelineConfigError(f"{path}: " + "; ".join(problems))
-    config = resolve_saved_stores(config, path.parent.resolve())
+    for attempt in range(LOAD_ATTEMPTS):
+        config = read_pipeline_yaml(path)
+        problems = [problem for component in config.get("components", []) for problem in _check_component(component)]
+        if problems:
+            raise PipelineConfigError(f"{path}: " + "; ".join(problems))
+        try:
+            config = resolve_saved_stores(config, path.parent.resolve())
+            break
+        except FileNotFoundError:
+            # another process saved over this YAML and removed the generation it named: read the newer YAML
+            if attempt == LOAD_ATTEMPTS - 1 or read_pipeline_yaml(path) == config:
+                raise
     stub_haystack_punkt()  # Haystack's PreProcessor would try to download nltk data DCSR never uses
     try:
         try:
@@ -66,6 +74,8 @@ def load_pipeline(
 
 
 LOADED_NAME = "_dcsr_pipeline_name"
+LOAD_ATTEMPTS = 5  # re-reads of a YAML that another process saved over while it was being opened
+SUPERSEDED_GRACE_S = 120.0  # a generation stays this long after a newer save, for loaders still opening it
 MAX_YAML_BYTES = 1_000_000  # a pipeline file is a few KB; more is a mistake or an attack
 
 
@@ -160,13 +170,24 @@ def save_pipeline(
     Each FAISS store is saved with ``save_faiss_store`` (index, config, vector map with its
     fingerprint, and a copy of a SQLite database) into a new generation folder under
     ``<index_dir>/<yaml name>.files/``; the YAML, naming that folder by a path relative to itself,
-    is written last and atomically, then older generations are removed. A kill or a full disk at
+    is written last and atomically, then generations superseded a while ago are removed. A kill or a full disk at
     any point leaves the previous YAML and the files it names whole and loadable.
 
     A ``SparseBM25DocumentStore`` (the hybrid's BM25 side) is saved beside them as JSON lines. A store
     that YAML cannot carry (an ``InMemoryDocumentStore`` holding documents) is refused before anything
     is written. ``pipeline_name`` names the saved pipeline (default: the name it was loaded under).
+
+    Processes: saves to one YAML path take turns (``<yaml>.lock``); a generation is kept for a while after a
+    newer save (``remove_superseded_generations``) and ``load_pipeline`` re-reads a YAML saved over while it
+    opened it, so a loader gets the previous save or the new one, whole.
     """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with save_lock(path):
+        return _save_pipeline(pipeline, path, index_dir, pipeline_name)
+
+
+def _save_pipeline(pipeline: Pipeline, path: Path, index_dir, pipeline_name: Optional[str]) -> Path:
     import shutil
     import time
     import uuid
@@ -178,8 +199,6 @@ def save_pipeline(
     from haystack_dcsr.haystack1.engine.saved_store import save_faiss_store
     from haystack_dcsr.haystack1.retriever import DCSRRetriever
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     files = (Path(index_dir) if index_dir is not None else path.parent) / f"{path.stem}.files"
     generation = files / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     components = _components(pipeline)
@@ -213,11 +232,37 @@ def save_pipeline(
     except BaseException:
         shutil.rmtree(generation, ignore_errors=True)
         raise
-    if files.is_dir():
-        for older in files.iterdir():
-            if older != generation and older.is_dir():
-                shutil.rmtree(older, ignore_errors=True)
+    remove_superseded_generations(files, generation)
     return path
+
+
+@contextmanager
+def save_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<yaml>.lock`` for one save: two processes saving to one YAML path take turns
+    (each save whole, the last one's YAML stands) instead of interleaving their files."""
+    import fcntl
+
+    with open(path.with_name(f"{path.name}.lock"), "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def remove_superseded_generations(files: Path, current: Path) -> None:
+    """Remove the generations older than the one before ``current`` once a newer one has existed for
+    ``SUPERSEDED_GRACE_S``: a loader that read the previous YAML is still opening its generation, and a
+    process that re-saves in a loop must not pull it away (``load_pipeline`` re-reads the YAML if it does)."""
+    import shutil
+    import time
+
+    generations = sorted(p for p in files.iterdir() if p.is_dir()) if files.is_dir() else []
+    generations = [g for g in generations if g != current] + [current]
+    now = time.time()
+    for older, newer in zip(generations[:-2], generations[1:-1]):
+        if now - newer.stat().st_mtime > SUPERSEDED_GRACE_S:
+            shutil.rmtree(older, ignore_errors=True)
 
 
 PATH_PARAMS = ("model", "query_model", "passage_model", "model_name_or_path", "punkt_params_path")
