@@ -41,41 +41,84 @@ def _as_postgres(command):
     return command
 
 
-def _start() -> str:
-    initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
-    if not initdb or not pg_ctl:
-        raise RuntimeError("PostgreSQL's initdb/pg_ctl are not installed (Debian: apt-get install postgresql)")
-    if os.geteuid() == 0 and shutil.which("runuser") is None:
-        raise RuntimeError("running as root without runuser: cannot start PostgreSQL as its own user")
-    folder = tempfile.mkdtemp(prefix="dcsr-pg-")
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres", "postgres")
-    data = os.path.join(folder, "data")
-    port = _free_port()
-    icu = ["--locale-provider=icu", "--icu-locale=en-US", "--locale=C.UTF-8"]
-    init = subprocess.run(
-        _as_postgres([initdb, "-D", data, "-U", "postgres", "--auth=trust", *icu]), capture_output=True, text=True
-    )
-    if init.returncode != 0:  # a build without ICU: the default collation
-        shutil.rmtree(data, ignore_errors=True)
+class Cluster:
+    """A throwaway PostgreSQL cluster on loopback (its own folder and port): the shared test server, or one a
+    fault test restarts and whose connections it kills without disturbing the other tests."""
+
+    def __init__(self):
+        initdb, self.pg_ctl = _binary("initdb"), _binary("pg_ctl")
+        if not initdb or not self.pg_ctl:
+            raise RuntimeError("PostgreSQL's initdb/pg_ctl are not installed (Debian: apt-get install postgresql)")
+        if os.geteuid() == 0 and shutil.which("runuser") is None:
+            raise RuntimeError("running as root without runuser: cannot start PostgreSQL as its own user")
+        self.folder = tempfile.mkdtemp(prefix="dcsr-pg-")
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self.data = os.path.join(self.folder, "data")
+        self.port = _free_port()
+        icu = ["--locale-provider=icu", "--icu-locale=en-US", "--locale=C.UTF-8"]
         init = subprocess.run(
-            _as_postgres([initdb, "-D", data, "-U", "postgres", "--auth=trust"]), capture_output=True, text=True
+            _as_postgres([initdb, "-D", self.data, "-U", "postgres", "--auth=trust", *icu]),
+            capture_output=True,
+            text=True,
         )
-    if init.returncode != 0:
-        raise RuntimeError(f"initdb failed: {init.stderr.strip()[-300:]}")
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    start = subprocess.run(
-        _as_postgres([pg_ctl, "-D", data, "-o", options, "-l", os.path.join(folder, "log"), "-w", "start"]),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if start.returncode != 0:
-        raise RuntimeError(f"pg_ctl start failed: {start.stderr.strip()[-300:]}")
-    atexit.register(
-        lambda: subprocess.run(_as_postgres([pg_ctl, "-D", data, "-m", "immediate", "stop"]), capture_output=True)
-    )
-    return f"postgresql://postgres@127.0.0.1:{port}"
+        if init.returncode != 0:  # a build without ICU: the default collation
+            shutil.rmtree(self.data, ignore_errors=True)
+            plain = [initdb, "-D", self.data, "-U", "postgres", "--auth=trust"]
+            init = subprocess.run(_as_postgres(plain), capture_output=True, text=True)
+        if init.returncode != 0:
+            raise RuntimeError(f"initdb failed: {init.stderr.strip()[-300:]}")
+        self.pg_ctl_run("start")
+        atexit.register(self.stop)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}"
+
+    def pg_ctl_run(self, action: str, *flags: str) -> None:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        command = [self.pg_ctl, "-D", self.data, "-o", options, "-l", os.path.join(self.folder, "log"), "-w", action]
+        done = subprocess.run(_as_postgres([*command, *flags]), capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl {action} failed: {done.stderr.strip()[-300:]}")
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every connection is closed, the server back within seconds."""
+        self.pg_ctl_run("restart", "-m", "fast")
+
+    def stop(self) -> None:
+        subprocess.run(_as_postgres([self.pg_ctl, "-D", self.data, "-m", "immediate", "stop"]), capture_output=True)
+
+    def terminate_backends(self, database: str) -> int:
+        """``pg_terminate_backend`` on every connection to ``database``; how many there were."""
+        import psycopg2
+
+        connection = psycopg2.connect(f"{self.url}/postgres")
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> "
+                "pg_backend_pid()",
+                (database,),
+            )
+            count = cursor.fetchone()[0]
+        connection.close()
+        return count
+
+
+def _start() -> str:
+    return Cluster().url
+
+
+def own_cluster() -> "Cluster":
+    """A cluster of the test's own, or a skip saying why there is none (``DCSR_POSTGRES_URL`` is not used: a
+    fault test restarts its server)."""
+    try:
+        cluster = Cluster()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"no PostgreSQL server of its own: {error}")
+    pytest.importorskip("psycopg2", reason="psycopg2 is not installed (make installs psycopg2-binary)")
+    return cluster
 
 
 def server_url() -> str:
@@ -91,11 +134,11 @@ def server_url() -> str:
     return _server["url"]
 
 
-def new_database_url(name: str) -> str:
-    """A new, empty database on the server; its SQLAlchemy URL."""
+def new_database_url(name: str, url: Optional[str] = None) -> str:
+    """A new, empty database on the server (``url``: another cluster's); its SQLAlchemy URL."""
     import psycopg2
 
-    url = server_url()
+    url = url or server_url()
     database = f"dcsr_{name}_{uuid.uuid4().hex[:8]}".lower()
     connection = psycopg2.connect(f"{url}/postgres")
     connection.autocommit = True

@@ -18,8 +18,8 @@ a saved pipeline loads from any working directory.
 import difflib
 import inspect
 import os
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
 
 import yaml

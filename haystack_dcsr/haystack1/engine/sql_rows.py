@@ -7,8 +7,10 @@ index, so it reads plain columns here. A store's SQLAlchemy session is one objec
 caller and is not thread-safe, so every read below holds that store's lock (``store_lock``).
 """
 
+import functools
 import threading
 import weakref
+from contextlib import contextmanager
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from haystack.document_stores.base import BaseDocumentStore, FilterType
@@ -29,6 +31,139 @@ def store_lock(document_store: BaseDocumentStore) -> threading.RLock:
         if lock is None:
             lock = _locks[document_store] = threading.RLock()
         return lock
+
+
+class DatabaseUnavailableError(ConnectionError):
+    """The store's SQL database could not be reached, or the connection broke mid-call. The call did nothing that
+    a retry would not redo (its transaction was rolled back); the store works again once the database is back."""
+
+
+_DISCONNECT_TEXT = ("server closed the connection", "terminating connection", "could not connect", "connection refused",
+                   "connection already closed", "the database system is", "ssl connection has been closed")  # fmt: skip
+
+
+def _database_error(document_store: BaseDocumentStore, error: BaseException) -> DatabaseUnavailableError:
+    url = document_store.session.bind.url
+    where = f"{url.drivername}://{url.host or ''}{':' + str(url.port) if url.port else ''}/{url.database or ''}"
+    return DatabaseUnavailableError(
+        f"the store's database ({where}) failed: {type(error).__name__}: {str(error).strip().splitlines()[0]}. "
+        "Its transaction was rolled back; retry once the database is reachable."
+    )
+
+
+def _sql_failure(error: BaseException):
+    """(failed SQL error or None, whether it is a lost connection) for ``error`` or what it wraps."""
+    from sqlalchemy import exc
+
+    while error is not None:
+        if isinstance(error, exc.PendingRollbackError):
+            return error, True
+        if isinstance(error, exc.DBAPIError):
+            lost = error.connection_invalidated or any(text in str(error).lower() for text in _DISCONNECT_TEXT)
+            return error, lost
+        error = error.__cause__ or error.__context__
+    return None, False
+
+
+@contextmanager
+def sql_session(document_store: BaseDocumentStore) -> Iterator:
+    """The store's session, under its lock; a failed statement is rolled back (so the next call starts clean and,
+    after a lost connection, reconnects); a lost connection is raised as a :class:`DatabaseUnavailableError`."""
+    with store_lock(document_store):
+        try:
+            yield document_store.session
+        except Exception as error:
+            _recover_or_raise(document_store, error)
+
+
+SESSION_METHODS = (
+    "write_documents", "update_embeddings", "get_document_count", "get_embedding_count", "get_all_documents",
+    "get_documents_by_id", "get_document_by_id", "delete_documents", "delete_index", "update_document_meta",
+    "query_by_embedding", "query_by_embedding_batch", "get_all_labels", "get_label_count",
+)  # fmt: skip
+
+
+def recover_sessions(document_store: BaseDocumentStore) -> None:
+    """Make a SQL store survive its database restarting or a connection being killed: each connection is checked
+    when taken from the pool (a dead one is replaced), and a call of Haystack's own that fails on a broken
+    connection leaves the session rolled back (instead of refusing every later call with "Can't reconnect until
+    invalid transaction is rolled back") and raises a :class:`DatabaseUnavailableError`. On a FAISS store, a write
+    or ``update_embeddings`` first removes vectors an interrupted one left past SQL's (``trim_orphan_vectors``),
+    so re-running it completes the store with rows and vectors agreeing."""
+    if getattr(document_store, "_dcsr_recovers_sessions", False):
+        return
+    from sqlalchemy import event
+
+    engine = document_store.session.bind
+    if not getattr(engine, "_dcsr_pings", False):
+        event.listen(engine, "engine_connect", _ping)  # SQLAlchemy's pessimistic disconnect handling
+        engine._dcsr_pings = True
+    for name in SESSION_METHODS:
+        method = getattr(document_store, name, None)
+        if method is not None:
+            setattr(document_store, name, _recovering(document_store, method))
+    if hasattr(document_store, "faiss_indexes"):  # FAISS + SQL: a re-run after an interrupted write starts whole
+        for name in ("write_documents", "update_embeddings"):
+            setattr(document_store, name, _trimming_first(document_store, getattr(document_store, name)))
+    generator = document_store.get_all_documents_generator
+
+    def get_all_documents_generator(*args, **kwargs):
+        try:
+            yield from generator(*args, **kwargs)
+        except Exception as error:
+            _recover_or_raise(document_store, error)
+
+    document_store.get_all_documents_generator = get_all_documents_generator
+    document_store._dcsr_recovers_sessions = True
+
+
+def _recovering(document_store: BaseDocumentStore, method):
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except Exception as error:
+            _recover_or_raise(document_store, error)
+
+    return call
+
+
+def _trimming_first(document_store: BaseDocumentStore, method):
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        trim_orphan_vectors(document_store, kwargs.get("index"))
+        return method(*args, **kwargs)
+
+    return call
+
+
+def _recover_or_raise(document_store: BaseDocumentStore, error: BaseException):
+    failed, lost = _sql_failure(error)
+    if failed is None:
+        raise error
+    with store_lock(document_store):
+        document_store.session.rollback()
+    if not lost:
+        raise error
+    raise _database_error(document_store, failed) from error
+
+
+def _ping(connection, branch=False):
+    """Run ``SELECT 1`` on a connection taken from the pool; a dead one is invalidated and reopened once."""
+    from sqlalchemy import exc, select
+
+    if branch:
+        return
+    save_should_close_with_result = connection.should_close_with_result
+    connection.should_close_with_result = False
+    try:
+        connection.scalar(select(1))
+    except exc.DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        connection.scalar(select(1))  # the pool reconnects; a server still down raises here
+    finally:
+        connection.should_close_with_result = save_should_close_with_result
 
 
 def is_sql_store(document_store: BaseDocumentStore) -> bool:
@@ -68,8 +203,7 @@ def fetch_documents(
 
     index = index or document_store.index
     documents: Dict[str, Document] = {}
-    with store_lock(document_store):
-        session = document_store.session
+    with sql_session(document_store) as session:
         # Select by id only and check the index in Python: with "index = ?" in the WHERE clause SQLite
         # picks the index on that column, which every row shares, and scans the whole table.
         for chunk in _chunks(list(ids)):
@@ -104,8 +238,7 @@ def _vector_joins(document_store, index: str, vector_ids: Optional[Iterable[int]
     from sqlalchemy import and_, func
 
     joined = and_(MetaDocumentORM.document_id == DocumentORM.id, func.coalesce(MetaDocumentORM.name, "") == META)
-    with store_lock(document_store):
-        session = document_store.session
+    with sql_session(document_store) as session:
         base = (
             session.query(DocumentORM.id, DocumentORM.vector_id, MetaDocumentORM.document_index, MetaDocumentORM.value)
             .outerjoin(MetaDocumentORM, joined)
@@ -155,8 +288,7 @@ def vector_ids_matching(document_store, index: str, filters: FilterType) -> List
     match = matcher(filters)
     fields = sorted(filter_fields(filters))
     metas: Dict[str, Dict] = {}
-    with store_lock(document_store):
-        session = document_store.session
+    with sql_session(document_store) as session:
         for chunk in _chunks(fields):
             rows = session.query(MetaDocumentORM.document_id, MetaDocumentORM.name, MetaDocumentORM.value).filter(
                 MetaDocumentORM.document_index == index, MetaDocumentORM.name.in_(chunk)
@@ -183,7 +315,7 @@ def doc_ids_at(document_store, index: str, vector_ids: Sequence[int]) -> Dict[in
     """Which document each of a few vector ids belongs to now (probes for an index rebuilt elsewhere)."""
     from haystack.document_stores.sql import DocumentORM
 
-    with store_lock(document_store):
+    with sql_session(document_store):
         rows = (
             document_store.session.query(DocumentORM.vector_id, DocumentORM.id)
             .filter(DocumentORM.index == index, DocumentORM.vector_id.in_([str(v) for v in vector_ids]))
@@ -212,7 +344,7 @@ def sentence_ids_of(document_store, index: str, passage_ids: Sequence[str]) -> L
     from haystack.document_stores.sql import DocumentORM
 
     found = []
-    with store_lock(document_store):
+    with sql_session(document_store):
         for passage_id in dict.fromkeys(passage_ids):
             rows = (
                 document_store.session.query(DocumentORM.id)
@@ -232,7 +364,7 @@ def passage_head_ids(document_store, index: str) -> List[str]:
     """The id of every passage's sentence #0 (one scan of the id column, in SQL)."""
     from haystack.document_stores.sql import DocumentORM
 
-    with store_lock(document_store):
+    with sql_session(document_store):
         rows = (
             document_store.session.query(DocumentORM.id)
             .filter(DocumentORM.index == index, DocumentORM.id.like("%#0"))
@@ -246,12 +378,55 @@ def vector_row_count(document_store, index: str) -> int:
     from haystack.document_stores.sql import DocumentORM
     from sqlalchemy import func
 
-    with store_lock(document_store):
+    with sql_session(document_store):
         return int(
             document_store.session.query(func.count(DocumentORM.id))
             .filter(DocumentORM.index == index, DocumentORM.vector_id.isnot(None))
             .scalar()
         )
+
+
+def highest_vector_id(document_store, index: str) -> int:
+    """The highest vector id a row of ``index`` holds (-1: none)."""
+    from haystack.document_stores.sql import DocumentORM
+    from sqlalchemy import Integer, cast, func
+
+    with sql_session(document_store):
+        found = (
+            document_store.session.query(func.max(cast(DocumentORM.vector_id, Integer)))
+            .filter(DocumentORM.index == index, DocumentORM.vector_id.isnot(None))
+            .scalar()
+        )
+    return -1 if found is None else int(found)
+
+
+def trim_orphan_vectors(document_store, index: Optional[str] = None) -> int:
+    """Remove the FAISS vectors past the highest vector id SQL holds: what a write or ``update_embeddings``
+    interrupted between adding vectors to FAISS and committing their ids to SQL leaves behind. Haystack numbers
+    new vectors from the index's size, so without this a re-run would number them past the orphans and the ids
+    would point at the wrong vectors. Returns how many went. Index kinds that cannot remove vectors (HNSW) are
+    left as they are: they keep replaced vectors by design, and DCSR's vector map skips every unnamed one."""
+    import faiss
+
+    index = index or document_store.index
+    faiss_index = document_store.faiss_indexes.get(index)
+    if faiss_index is None:
+        return 0
+    keep = highest_vector_id(document_store, index) + 1
+    orphans = faiss_index.ntotal - keep
+    if orphans <= 0:
+        return 0
+    if not _removes_vectors(faiss_index):
+        return 0  # HNSW and the like keep replaced vectors anyway (the vector map skips them): nothing to trim
+    faiss_index.remove_ids(faiss.IDSelectorRange(keep, faiss_index.ntotal))
+    return orphans
+
+
+def _removes_vectors(faiss_index) -> bool:
+    """Whether removing the tail of this index leaves the other vectors' ids as they are (Flat and the like)."""
+    import faiss
+
+    return isinstance(faiss.downcast_index(faiss_index), (faiss.IndexFlat, faiss.IndexScalarQuantizer))
 
 
 def sqlite_connection(document_store):
@@ -270,7 +445,7 @@ def stale_sentence_ids(document_store, index: str) -> List[str]:
 
     joined = and_(MetaDocumentORM.document_id == DocumentORM.id, func.coalesce(MetaDocumentORM.name, "") == META)
     positions: Dict[str, SentencePosition] = {}
-    with store_lock(document_store):
+    with sql_session(document_store):
         rows = (
             document_store.session.query(DocumentORM.id, MetaDocumentORM.document_index, MetaDocumentORM.value)
             .join(MetaDocumentORM, joined)
