@@ -147,6 +147,11 @@ def load_tower(
         ) from error
     try:
         model = AutoModel.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError) as error:
+        raise OSError(
+            f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
+            f"name while online ({error})"
+        ) from error
     except Exception as error:  # noqa: BLE001 - safetensors and torch raise their own types for a damaged file
         weights = [p for p in ("model.safetensors", "pytorch_model.bin") if os.path.isfile(os.path.join(path, p))]
         if weights:
@@ -154,10 +159,7 @@ def load_tower(
                 f"{os.path.join(path, weights[0])}: the tower's weights cannot be read ({type(error).__name__}: "
                 f"{error}); the file is truncated or damaged: restore it, or save the model again"
             ) from error
-        raise OSError(
-            f"Could not load model {name_or_path!r}: give a local Hugging Face model directory, or a hub "
-            f"name while online ({error})"
-        ) from error
+        raise
     config = config or infer_config(path, getattr(model.config, "max_position_embeddings", 512))
     if config_overrides:
         config = dataclasses.replace(config, **{k: v for k, v in config_overrides.items() if v is not None})

@@ -182,6 +182,7 @@ def save_pipeline(
     opened it, so a loader gets the previous save or the new one, whole.
     """
     path = Path(path)
+    refuse_unsaveable_stores(_components(pipeline))  # before anything is written, the lock file included
     path.parent.mkdir(parents=True, exist_ok=True)
     with save_lock(path):
         return _save_pipeline(pipeline, path, index_dir, pipeline_name)
