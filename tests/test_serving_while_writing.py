@@ -16,7 +16,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever
-from haystack_dcsr.haystack1.engine.store_guard import StoreGuard
+from haystack_dcsr.core.store_guard import StoreGuard
 
 QUERIES = ["Who discovered penicillin?", "Which planet has a storm?", "What is the capital of France?"]
 NEPTUNE = Document(id="neptune", content="Neptune is the farthest planet. It has a dark storm. Winds there are fast.")

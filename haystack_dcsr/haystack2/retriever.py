@@ -18,6 +18,7 @@ from haystack_dcsr.core.model_settings import model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
+from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
 
 
@@ -124,14 +125,15 @@ class DCSREmbeddingRetriever:
             check_parameters("DCSREmbeddingRetriever", top_k=top_k)
         filters = filters if filters is not None else self.filters
         temperature = model_setting(self.temperature, self._settings, "temperature")
-        ranked = rank_passages(
-            self._sentences,
-            np.asarray([query_embedding], dtype=np.float32),
-            temperature,
-            self.top_n_sentences,
-            self.top_k if top_k is None else top_k,
-            [filters],
-        )[0]
+        with guard(self.document_store).reading():  # one state of the store: no write between search and read
+            ranked = rank_passages(
+                self._sentences,
+                np.asarray([query_embedding], dtype=np.float32),
+                temperature,
+                self.top_n_sentences,
+                self.top_k if top_k is None else top_k,
+                [filters],
+            )[0]
         return {"documents": [self._document(passage) for passage in ranked]}
 
     @staticmethod

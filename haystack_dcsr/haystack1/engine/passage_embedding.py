@@ -19,8 +19,8 @@ from haystack_dcsr.core.sentence_units import (
     passage_sentence_ids,
     position,
 )
+from haystack_dcsr.core.store_guard import writes_paused
 from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents
-from haystack_dcsr.haystack1.engine.store_guard import writes_paused
 
 logger = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
+from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX
 from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker
 from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
 from haystack_dcsr.haystack1.engine.sql_rows import is_sql_store, recover_sessions
-from haystack_dcsr.haystack1.engine.store_guard import guard
 
 
 class SentenceEngine:

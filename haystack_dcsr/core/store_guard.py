@@ -1,13 +1,14 @@
 """Serving queries while the same process writes to the store: a reader-writer lock per store.
 
-Haystack 1.x stores are not safe under concurrent use: a FAISS/SQLite store shares one SQLAlchemy
+Neither Haystack's stores are safe under concurrent use: a 1.x FAISS/SQLite store shares one SQLAlchemy
 session between all callers (concurrent use crashes in libsqlite3 or leaves the session in
-``PendingRollbackError``), FAISS must not be searched while vectors are added or removed, and
-``InMemoryDocumentStore`` iterates dicts that a write changes. ``guard(store)`` installs, on that
-store instance, wrappers around its write methods (``write_documents``, ``update_embeddings``,
-``delete_documents``, ...) that take the *write* side of the store's lock; the DCSR retriever
-searches and reads passages under the *read* side. So a query sees the store before or after a
-write call, never in the middle of one, and several queries still run together.
+``PendingRollbackError``), FAISS must not be searched while vectors are added or removed, and both
+Haystacks' ``InMemoryDocumentStore`` iterate dicts that a write changes (Qdrant's local mode likewise).
+``guard(store)`` installs, on that store instance, wrappers around its write methods (1.x's
+``write_documents``, ``update_embeddings``, ``delete_documents``, ...; 2.x's ``write_documents``,
+``delete_documents``, ``delete_by_filter``, ...: the synchronous ones) that take the *write* side of the
+store's lock; the DCSR retrievers search and read passages under the *read* side. So a query sees the store
+before or after a write call, never in the middle of one, and several queries still run together.
 
 ``update_embeddings`` spends nearly all of its time encoding passages. The retriever encodes each
 batch inside ``writes_paused``: the writer keeps the lock (no other writer can start) but lets
@@ -21,7 +22,8 @@ import threading
 from contextlib import contextmanager
 from typing import Dict, Iterator
 
-# the store methods that change documents, vectors or the index (all that Haystack 1.x stores offer)
+# the store methods that change documents, vectors or the index (all that Haystack 1.x and 2.x stores offer;
+# a store has some of them)
 WRITE_METHODS = (
     "write_documents",
     "update_embeddings",
@@ -30,6 +32,8 @@ WRITE_METHODS = (
     "delete_index",
     "update_document_meta",
     "train_index",
+    "delete_by_filter",
+    "update_by_filter",
 )
 _ATTRIBUTE = "_dcsr_store_guard"
 _install_lock = threading.Lock()
