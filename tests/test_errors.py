@@ -89,7 +89,7 @@ def test_a_corrupted_checkpoint_is_named_with_what_to_do(tmp_path, tiny_bert, da
         max_steps=2,
         checkpoint_every=1,
         log_every=0,
-        max_passage_len=64,
+        max_passage_length=64,
         precision="fp32",
         warmup_steps=0,
     )
@@ -153,7 +153,7 @@ def test_bad_values_are_refused_at_construction(tiny_bert):
     for bad in [
         dict(top_n_sentences=0),
         dict(temperature=0),
-        dict(max_seq_len=3),
+        dict(max_seq_len_passage=3),
         dict(batch_size=0),
         dict(passage_cache_size=-1),
         dict(top_k=True),

@@ -74,9 +74,9 @@ def test_sentence_transformers_loads_a_mean_tower_with_the_same_vectors(tmp_path
     from sentence_transformers import SentenceTransformer
 
     encoder = QueryEncoder(tiny_bert_mean, progress_bar=False)
-    encoder.save(tmp_path / "query_encoder")
-    saved = QueryEncoder(str(tmp_path / "query_encoder"), progress_bar=False)
-    st = SentenceTransformer(str(tmp_path / "query_encoder"), device="cpu")
+    encoder.save(tmp_path / "model")  # a model directory; its tower folder is what sentence-transformers reads
+    saved = QueryEncoder(str(tmp_path / "model"), progress_bar=False)
+    st = SentenceTransformer(str(tmp_path / "model" / "query_encoder"), device="cpu")
     np.testing.assert_allclose(st.encode(QUESTIONS), saved.encode(QUESTIONS), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(st.encode(QUESTIONS), axis=1), 1.0, rtol=1e-5)
 
@@ -84,21 +84,21 @@ def test_sentence_transformers_loads_a_mean_tower_with_the_same_vectors(tmp_path
 def test_sentence_transformers_refuses_a_marker_tower_clearly(tmp_path, tiny_bert):
     from sentence_transformers import SentenceTransformer
 
-    QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "marker")
+    QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "model")
     with pytest.raises(ValueError, match="cannot be loaded by sentence-transformers: it pools at DCSR's <sent> marker"):
-        SentenceTransformer(str(tmp_path / "marker"), device="cpu")
+        SentenceTransformer(str(tmp_path / "model" / "query_encoder"), device="cpu")
 
 
 def test_a_marker_tower_saved_before_the_core_moved_is_refused_as_clearly(tmp_path, tiny_bert):
     """Directories saved before ``haystack_dcsr.core`` name ``haystack_dcsr.hub.NotSentenceTransformers``."""
     from sentence_transformers import SentenceTransformer
 
-    QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "marker")
-    modules = tmp_path / "marker" / "modules.json"
+    QueryEncoder(tiny_bert, progress_bar=False).save(tmp_path / "model")
+    modules = tmp_path / "model" / "query_encoder" / "modules.json"
     assert "haystack_dcsr.core.hub.NotSentenceTransformers" in modules.read_text()
     modules.write_text(modules.read_text().replace("haystack_dcsr.core.hub.", "haystack_dcsr.hub."))
     with pytest.raises(ValueError, match="cannot be loaded by sentence-transformers: it pools at DCSR's <sent> marker"):
-        SentenceTransformer(str(tmp_path / "marker"), device="cpu")
+        SentenceTransformer(str(tmp_path / "model" / "query_encoder"), device="cpu")
 
 
 def test_a_trained_run_has_a_model_card_and_publishes_through_the_hub_api(tmp_path, monkeypatch, capsys):
@@ -112,7 +112,7 @@ def test_a_trained_run_has_a_model_card_and_publishes_through_the_hub_api(tmp_pa
         max_steps=3,
         checkpoint_every=0,
         log_every=0,
-        max_passage_len=64,
+        max_passage_length=64,
         precision="fp32",
         warmup_steps=0,
     )

@@ -91,7 +91,7 @@ def test_build_model_from_the_installed_wheel_outside_the_clone(installed, tmp_p
         "total",
     ]
     assert "100 steps at 9 s (the recipe's seconds_per_step)" in plan.stdout and "for 16 of 16 questions" in plan.stdout
-    tiny = ["base_model=" + tiny_bert, "max_steps=2", "max_passage_len=64", "precision=fp32", "batch_size=8"]
+    tiny = ["base_model=" + tiny_bert, "max_steps=2", "max_passage_length=64", "precision=fp32", "batch_size=8"]
     tiny += ["retrieval_dev_passages=0"]
     built = subprocess.run(
         [*command, *[arg for setting in tiny for arg in ("--set", setting)]],

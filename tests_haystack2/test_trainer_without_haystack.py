@@ -17,7 +17,7 @@ def test_build_model_runs_every_stage_with_haystack_unimportable(tmp_path):
     base = make_tiny_bert(tmp_path / "base", max_length=128)
     data = tiny_squad(tmp_path / "train.json")
     out = tmp_path / "model"
-    settings = ["base_model=" + str(base), "max_steps=2", "max_passage_len=64", "precision=fp32", "batch_size=8"]
+    settings = ["base_model=" + str(base), "max_steps=2", "max_passage_length=64", "precision=fp32", "batch_size=8"]
     args = ["build-model", "--data", str(data), "--out", str(out)] + [a for s in settings for a in ("--set", s)]
     script = (
         BLOCK_HAYSTACK

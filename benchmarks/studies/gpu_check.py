@@ -66,7 +66,7 @@ def run(model: str, records, out: Path, steps: int, **overrides) -> Dict:
         max_steps=steps,
         lr=recipe["lr"],
         warmup_steps=settings("studies.yaml", "gpu_check.warmup_steps"),
-        max_passage_len=256,
+        max_passage_length=256,
         checkpoint_every=0,
         log_every=0,
     )

@@ -60,7 +60,7 @@ def _recipe() -> dict:
     from haystack_dcsr.training.recipes import settings
 
     base = settings("squad_dcsr.yaml")
-    recipe = {key: base[key] for key in ("level", "negatives", "max_passage_len") if key in base}
+    recipe = {key: base[key] for key in ("level", "negatives", "max_passage_length") if key in base}
     recipe.update(settings("build_model.yaml", "budgets.gpu.first"))
     recipe.pop("max_steps", None)  # each run spec sets its own budget (max_steps, epochs or budget_s)
     recipe.update(log_every=50, checkpoint_every=0, dev_limit=1000, precision="fp32")

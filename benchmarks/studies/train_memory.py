@@ -34,7 +34,7 @@ def one(args) -> dict:
         normalize=True,
         temperature=0.05,
         batch_size=args.batch_size,
-        max_passage_len=256,
+        max_passage_length=256,
         grad_cache_chunk=chunk,
         precision="fp32",
         tensorboard=False,

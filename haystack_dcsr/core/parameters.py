@@ -4,7 +4,8 @@ Both fail at construction, not at the first query: YAML loading constructs compo
 misspelt or out-of-range value is reported when the pipeline loads.
 """
 
-from typing import Dict, Optional, Sequence
+import warnings
+from typing import Any, Dict, Optional, Sequence
 
 from haystack_dcsr.core.int8 import QUANTIZE_MODES
 from haystack_dcsr.core.vector_search import SEARCH_PARAMETERS
@@ -17,8 +18,8 @@ def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (),
         "top_k": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "top_n_sentences": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "temperature": (lambda v: v is None or (isinstance(v, (int, float)) and v > 0), "a number > 0, or null"),
-        "max_seq_len": (lambda v: v is None or (isinstance(v, int) and v >= 8), "an integer >= 8, or null"),
-        "max_query_len": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
+        "max_seq_len_passage": (lambda v: v is None or (isinstance(v, int) and v >= 8), "an integer >= 8, or null"),
+        "max_seq_len_query": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
         "batch_size": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
         "passage_cache_size": (lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
         "first_stage_weight": (lambda v: isinstance(v, (int, float)) and 0.0 <= v <= 1.0, "within [0, 1]"),
@@ -31,6 +32,17 @@ def check_parameters(owner: str = "DCSRRetriever", optional: Sequence[str] = (),
         if isinstance(value, bool) or not valid(value):
             expected += ", or null" if name in optional else ""
             raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}")
+
+
+def renamed(owner: str, new_name: str, new_value: Any, old_name: str, old_value: Any) -> Any:
+    """The value of a parameter that has a new name: the new one, or the old one with a DeprecationWarning naming
+    both (both given is an error)."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise ValueError(f"{owner}: give {new_name} ({old_name} is its old name), not both")
+    warnings.warn(f"{owner}: {old_name} is now called {new_name}", DeprecationWarning, stacklevel=3)
+    return old_value
 
 
 def check_quantize_device(owner: str, quantize: Optional[str], device: Optional[str]) -> None:

@@ -11,10 +11,10 @@ from typing import List, Optional, Union
 import numpy as np
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.core.dcsr_model import DCSRModel
+from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import first_device
+from haystack_dcsr.core.parameters import first_device, renamed
 
 
 class QueryEncoder(BaseComponent):
@@ -35,7 +35,9 @@ class QueryEncoder(BaseComponent):
     :param use_auth_token: a Hugging Face token (or True: the stored one) for a private or gated hub model.
     :param pooling: ``marker`` (DCSR: ``[CLS] <sent> q [SEP]`` read at the marker), ``mean`` or ``cls``;
         None takes the model's settings (``dcsr_model.json``/``dcsr_encoder.json``) or infers them.
-    :param max_seq_len: maximum query length in tokens (longer queries are truncated).
+    :param max_seq_len_query: maximum query length in tokens (longer queries are truncated); DPR's name, as on
+        ``DCSRRetriever`` (the core's ``max_query_length``). ``max_seq_len``, its old name here, still works with
+        a DeprecationWarning.
     :param quantize: ``"int8"``: queries run through a compiled int8 copy of the tower (CPU only; compiled
         when the node is built); ``save`` keeps the fp32 weights.
     """
@@ -47,7 +49,7 @@ class QueryEncoder(BaseComponent):
         model: Optional[Union[str, DCSRModel]] = None,
         pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
-        max_seq_len: Optional[int] = None,
+        max_seq_len_query: Optional[int] = None,
         batch_size: int = 64,
         use_gpu: bool = True,
         device: Optional[str] = None,
@@ -57,8 +59,10 @@ class QueryEncoder(BaseComponent):
         model_name_or_path: Optional[str] = None,
         devices: Optional[List[str]] = None,
         use_auth_token: Optional[Union[str, bool]] = None,
+        max_seq_len: Optional[int] = None,
     ):
         super().__init__()
+        max_seq_len_query = renamed("QueryEncoder", "max_seq_len_query", max_seq_len_query, "max_seq_len", max_seq_len)
         if model is not None and model_name_or_path is not None:
             raise ValueError("QueryEncoder: give model or model_name_or_path (the same thing), not both")
         if isinstance(model, DCSRModel):  # a retriever's own query side: the model it already located
@@ -73,7 +77,7 @@ class QueryEncoder(BaseComponent):
                 token=use_auth_token,
                 pooling=pooling,
                 normalize=normalize,
-                max_query_length=max_seq_len,
+                max_query_length=max_seq_len_query,
             )
         self.settings = self._model.settings  # level, pooling, temperature, ...: dcsr_model.json, then the node's
         self.tower = self._model.query_tower
@@ -102,6 +106,7 @@ class QueryEncoder(BaseComponent):
         return {"queries": queries, "query_embeddings": self.encode(queries)}, "output_1"
 
     def save(self, directory: Union[str, Path]) -> None:
-        """A HF model directory plus ``dcsr_encoder.json`` (the tower alone, with its settings): load it back
-        with ``QueryEncoder(directory)``."""
-        self.tower.save(directory)
+        """A model directory (``dcsr_model.json`` with this encoder's settings, the tower as ``query_encoder/``,
+        shared by both sides): load it back with ``QueryEncoder(directory)``, or give it to ``DCSRRetriever`` as
+        ``query_model``."""
+        save_towers(directory, self.settings, self.tower)

@@ -15,7 +15,7 @@ from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device
+from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device, renamed
 from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
@@ -59,7 +59,9 @@ class DCSRRetriever(DenseRetriever):
         mean sentences per passage).
     :param temperature: softmax temperature; None = the model's (1.0 for raw DCSR dot products as
         in the paper, 0.05 for normalised sentence-transformers vectors).
-    :param max_seq_len: tokens per passage window; longer passages are windowed, never cut.
+    :param max_seq_len_query: tokens per query; None = the model's (DPR's name; the core's ``max_query_length``).
+    :param max_seq_len_passage: tokens per passage window; longer passages are windowed, never cut; None = the
+        model's (DPR's name; the core's ``max_passage_length``).
     :param passage_cache_size: assembled passages kept in memory (LRU) between queries with a
         ``FAISSDocumentStore``, cleared whenever the index changes; 0 reads every passage from SQL.
     :param search_params: FAISS search settings applied per query: ``nprobe`` (IVF), ``efSearch``
@@ -75,6 +77,8 @@ class DCSRRetriever(DenseRetriever):
     :param mark_answer_sentence: also score every sentence of each returned passage *alone* against the
         query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.core.evidence``): the
         supporting sentences are scored in context, so the first of them is not always the answer.
+    :param max_seq_len: deprecated name of ``max_seq_len_passage`` (a DeprecationWarning).
+    :param max_query_len: deprecated name of ``max_seq_len_query`` (a DeprecationWarning).
     """
 
     def __init__(
@@ -89,8 +93,8 @@ class DCSRRetriever(DenseRetriever):
         top_k: int = 10,
         top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
-        max_seq_len: Optional[int] = None,
-        max_query_len: Optional[int] = None,
+        max_seq_len_query: Optional[int] = None,
+        max_seq_len_passage: Optional[int] = None,
         batch_size: int = 32,
         use_gpu: bool = True,
         device: Optional[str] = None,
@@ -102,16 +106,24 @@ class DCSRRetriever(DenseRetriever):
         devices: Optional[List[str]] = None,
         mark_answer_sentence: bool = False,
         use_auth_token: Optional[Union[str, bool]] = None,
+        max_seq_len: Optional[int] = None,
+        max_query_len: Optional[int] = None,
     ):
         super().__init__()
+        max_seq_len_passage = renamed(
+            "DCSRRetriever", "max_seq_len_passage", max_seq_len_passage, "max_seq_len", max_seq_len
+        )
+        max_seq_len_query = renamed(
+            "DCSRRetriever", "max_seq_len_query", max_seq_len_query, "max_query_len", max_query_len
+        )
         check_parameters(
             optional=("quantize",),
             quantize=quantize,
             top_k=top_k,
             top_n_sentences=top_n_sentences,
             temperature=temperature,
-            max_seq_len=max_seq_len,
-            max_query_len=max_query_len,
+            max_seq_len_query=max_seq_len_query,
+            max_seq_len_passage=max_seq_len_passage,
             batch_size=batch_size,
             passage_cache_size=passage_cache_size,
         )
@@ -131,8 +143,8 @@ class DCSRRetriever(DenseRetriever):
             passage=passage,
             pooling=pooling,
             normalize=normalize,
-            max_query_length=max_query_len,
-            max_passage_length=max_seq_len,
+            max_query_length=max_seq_len_query,
+            max_passage_length=max_seq_len_passage,
         )
         self.query_encoder = query_encoder or QueryEncoder(self.model, batch_size=batch_size, progress_bar=progress_bar)
         self.document_store = document_store

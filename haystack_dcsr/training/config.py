@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import yaml
 
 from haystack_dcsr.core.models import DEFAULT_MODEL, MARKER_INITS
+from haystack_dcsr.core.parameters import renamed
 
 
 def option(default: Any, help: str) -> Any:
@@ -44,6 +45,9 @@ class FieldsConfig:
             )
         values.update(settings or {})
         values.update(parse_overrides(overrides or []))
+        for old, new in RENAMED.items():  # recipes and command lines written with an older name
+            if old in values:
+                values[new] = renamed(cls.__name__, new, values.pop(new, None), old, values.pop(old))
         for name, hint in typing.get_type_hints(cls).items():
             if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
                 values[name] = _number(values[name])
@@ -78,8 +82,8 @@ class TrainConfig(FieldsConfig):
         None, "own learning rate for the <sent> marker's embedding (an added offset; null: no own group)"
     )
     marker_warmup_steps: int = option(0, "first steps train only the marker's embedding (needs marker pooling)")
-    max_query_len: int = option(64, "tokens per question")
-    max_passage_len: int = option(256, "tokens per passage window (longer passages are windowed)")
+    max_query_length: int = option(64, "tokens per question")
+    max_passage_length: int = option(256, "tokens per passage window (longer passages are windowed)")
     # samples
     level: str = option("sentence", "sentence = DCSR (a vector per sentence), passage = DPR")
     negatives: Union[str, List[str]] = option(
@@ -219,6 +223,10 @@ class CrossEncoderConfig(FieldsConfig):
         for name in ("max_steps", "questions_per_batch", "negatives", "max_length", "chunk", "log_every", "save_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+# settings renamed to the core's one name for each (``DCSRSettings``, ``dcsr_model.json``): old name -> new
+RENAMED = {"max_query_len": "max_query_length", "max_passage_len": "max_passage_length"}
 
 
 def parse_overrides(overrides: List[str]) -> Dict[str, Any]:

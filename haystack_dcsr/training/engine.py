@@ -70,8 +70,8 @@ def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower,
             normalize=config.normalize,
             temperature=config.temperature,
             level=config.level,
-            max_query_length=config.max_query_len,
-            max_passage_length=config.max_passage_len,
+            max_query_length=config.max_query_length,
+            max_passage_length=config.max_passage_length,
         )
         return dict(model.tower_overrides(role), device=str(device), precision="fp32")
 

@@ -37,7 +37,7 @@ def test_build_model_runs_every_stage_and_writes_a_model_directory(tmp_path, bas
         "--set",
         "max_steps=2",
         "--set",
-        "max_passage_len=64",
+        "max_passage_length=64",
         "--set",
         "precision=fp32",
         "--set",
