@@ -178,5 +178,35 @@ def test_index_presets_build_train_and_rank_like_the_exact_index(tmp_path, tiny_
     for query in ["Fleming", "largest planet", "Berlin Wall"]:
         got, want = ranked(retriever, store, query), ranked(retriever, exact, query)
         assert sorted((pid, text) for pid, text, _ in got) == sorted((pid, text) for pid, text, _ in want)
+
         if preset == "fast":  # HNSW over exact vectors, efSearch above the corpus size: the exact ranking
-            assert got == want  # (coded vectors of a random 32-d model: no ranking claim; the ANN study measures them)
+            assert got == want  # (coded vectors of a random 32-d model: no ranking claim; the next test makes one)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("preset", ["compact", "million"])
+def test_coded_presets_keep_the_exact_top_passage_with_a_real_model(tmp_path, corpus, preset):
+    """With all-MiniLM-L6-v2 (the shipped model), the coded presets (SQ, PQ) return the exact index's first
+    passage for each test question, and its HasAns within 0.05: a ranking claim, over top_k=1 of 5 passages."""
+    from conftest import MINILM, QUESTIONS
+
+    from haystack_dcsr import INDEX_PRESETS
+
+    settings = INDEX_PRESETS[preset]
+    stores = {
+        "exact": FAISSDocumentStore(sql_url=f"sqlite:///{tmp_path / 'e.db'}", embedding_dim=384, progress_bar=False),
+        preset: FAISSDocumentStore(
+            sql_url=f"sqlite:///{tmp_path / 'p.db'}", embedding_dim=384, progress_bar=False, **settings.store_params
+        ),
+    }
+    retriever = DCSRRetriever(document_store=stores[preset], query_model=MINILM, progress_bar=False,
+                              **settings.retriever_params)  # fmt: skip
+    for store in stores.values():
+        write(store, corpus)
+    retriever.train_index()
+    for store in stores.values():
+        store.update_embeddings(retriever)
+    for question, title in QUESTIONS:
+        best = {k: retriever.retrieve(question, top_k=1, document_store=s)[0] for k, s in stores.items()}
+        assert best[preset].id == best["exact"].id and best["exact"].meta["title"] == title, (question, best)
+        assert abs(best[preset].score - best["exact"].score) < 0.05

@@ -52,3 +52,15 @@ def test_every_id_round_trips_through_retrieval_save_load_and_delete(kind, tmp_p
     assert retriever.delete_passages(["line\nbreak", "a#1"]) == 4
     assert set(found(retriever)) == set(IDS) - {"a", "line\nbreak", "a#1"}
     assert store.get_document_count() == 2 * (len(IDS) - 3)
+
+
+def test_delete_passages_is_refused_on_hnsw_and_deletes_nothing(tmp_path, tiny_bert):
+    """HNSW cannot remove vectors: delete_passages says so and what to do, before any row or vector goes."""
+    store = make_store("faiss-hnsw", tmp_path)
+    retriever = retriever_for(store, tiny_bert)
+    write(store, passages())
+    store.update_embeddings(retriever)
+    before = (store.get_document_count(), store.faiss_indexes["document"].ntotal, found(retriever))
+    with pytest.raises(ValueError, match=r"This FAISS index type \(IndexHNSWFlat\) cannot remove vectors, so nothing"):
+        retriever.delete_passages(["a"])
+    assert (store.get_document_count(), store.faiss_indexes["document"].ntotal, found(retriever)) == before

@@ -11,7 +11,9 @@ import random
 import resource
 import shutil
 import signal
+import stat
 import time
+from pathlib import Path
 
 import pytest
 from forking import exit_code, forked
@@ -231,3 +233,108 @@ def test_two_processes_saving_to_one_yaml_take_turns(tmp_path, tiny_bert, corpus
     assert [exit_code(pid) for pid, _ in children] == [0, 0]
     assert answers(load_pipeline(path, pipeline_name="query")) in expected
     assert not any(".tmp-" in p.name for p in path.parent.rglob("*"))
+
+
+def _save_in_child(path, hook):
+    """Fork a child that installs ``hook`` (on ``os``) and saves the pipeline over ``path``; returns (pid, out)."""
+
+    def work(out):
+        hook(out)
+        save_pipeline(load_pipeline(path), path)
+        print("SAVED", file=out)
+
+    return forked(work, path.parent.parent)
+
+
+def test_a_save_killed_before_and_after_each_file_it_renames_leaves_a_loadable_save(saved, monkeypatch):
+    """Every file of a save (the index, its config and checksums, the database copy, the vector map, the YAML
+    last) is written under a temporary name and renamed into place: the child is killed just before and just
+    after each rename in turn, and each time the YAML loads and answers as saved."""
+    path, expected = saved
+    monkeypatch.setattr(pipelines, "SUPERSEDED_GRACE_S", 0.0)
+    real_replace = os.replace
+
+    def recording(out):
+        def replace(source, target):
+            print("RENAMED", target, file=out)
+            return real_replace(source, target)
+
+        os.replace = replace
+
+    pid, out = _save_in_child(path, recording)
+    lines = out.read().splitlines()
+    assert exit_code(pid) == 0 and lines[-1] == "SAVED"
+    renamed = [Path(line.split(" ", 1)[1]) for line in lines if line.startswith("RENAMED")]
+    generation = renamed[0].parent
+    assert renamed[-1] == path  # the YAML, last
+    assert {p for p in generation.iterdir()} == set(renamed[:-1])  # every file of the save was renamed into place
+    for point in range(len(renamed)):
+        for after in (False, True):
+
+            def killing(out, point=point, after=after):
+                calls = []
+
+                def replace(source, target):
+                    calls.append(target)
+                    if len(calls) == point + 1 and not after:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    real_replace(source, target)
+                    if len(calls) == point + 1 and after:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+                os.replace = replace
+
+            pid, out = _save_in_child(path, killing)
+            assert exit_code(pid) == -signal.SIGKILL, out.read()
+            out.close()
+            assert answers(load_pipeline(path, pipeline_name="query")) == expected, (point, after)
+
+
+def test_a_full_disk_at_each_file_of_a_save_leaves_the_previous_save_whole(saved):
+    """Each file flush (``fsync``) of a save fails in turn with ENOSPC, as a full disk makes it: the save raises,
+    leaves no temporary file, and the previous save loads and answers."""
+    import errno
+
+    path, expected = saved
+    real_fsync = os.fsync
+
+    def counting(out):
+        def fsync(fd):
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):  # a file's flush (a folder's is best effort)
+                print("FSYNC", file=out)
+            return real_fsync(fd)
+
+        os.fsync = fsync
+
+    pid, out = _save_in_child(path, counting)
+    flushes = out.read().count("FSYNC")
+    assert exit_code(pid) == 0 and flushes >= 6
+    before = answers(load_pipeline(path, pipeline_name="query"))
+    for point in range(flushes):
+
+        def failing(out, point=point):
+            calls = []
+
+            def fsync(fd):
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    calls.append(fd)
+                    if len(calls) == point + 1:
+                        raise OSError(errno.ENOSPC, "No space left on device")
+                return real_fsync(fd)
+
+            os.fsync = fsync
+
+        def work(out, failing=failing):
+            failing(out)
+            try:
+                save_pipeline(load_pipeline(path), path)
+                print("SAVED", file=out)
+            except OSError as error:
+                print("FAILED", error, file=out)
+
+        pid, out = forked(work, path.parent.parent)
+        text = out.read()
+        assert exit_code(pid) == 0
+        assert "FAILED" in text and "No space left on device" in text, (point, text)
+        assert not any(".tmp-" in p.name for p in path.parent.rglob("*")), point
+        assert answers(load_pipeline(path, pipeline_name="query")) == before == expected

@@ -66,6 +66,28 @@ def setup(kind, tmp_path, name, tiny_bert, corpus):
 
 @pytest.mark.parametrize("kind", ["faiss-flat", "memory", "qdrant", "faiss-postgres", "milvus"])
 def test_queries_while_one_thread_writes_see_whole_states_only(kind, tmp_path, tiny_bert, corpus):
+    failures, errors, progress, latencies, retriever, states, steps = soak(kind, tmp_path, tiny_bert, corpus)
+    assert not failures, failures[:3]
+    assert progress >= len(steps) and len(latencies) >= 10
+    assert all("changed while this query ran" in message for message in errors), errors[:3]
+    # the store is still usable and right afterwards
+    assert same(answer(retriever), states[0])
+
+
+def test_the_soak_fails_without_the_store_lock(tmp_path, tiny_bert, corpus, monkeypatch):
+    """The same soak with the store guard's locks made no-ops (FAISS on SQLite): readers see half-done writes
+    (wrong answers or a crashed session). So the passing soak above is the lock's doing, not luck."""
+    from contextlib import nullcontext
+
+    monkeypatch.setattr(StoreGuard, "reading", lambda self: nullcontext())
+    monkeypatch.setattr(StoreGuard, "writing", lambda self: nullcontext())
+    failures, errors, *_ = soak("faiss-flat", tmp_path, tiny_bert, corpus)
+    assert failures or [e for e in errors if "changed while this query ran" not in e]
+
+
+def soak(kind, tmp_path, tiny_bert, corpus):
+    """One writer cycling through ``cycle``'s steps for SOAK_SECONDS against READERS reader threads; returns
+    (failures, errors, steps done, latencies, the live retriever, every state's answer, the steps)."""
     # every state's answer, from the same cycle run alone
     alone_store, alone = setup(kind, tmp_path, "alone", tiny_bert, corpus)
     steps = cycle(alone_store, alone, corpus)
@@ -121,11 +143,7 @@ def test_queries_while_one_thread_writes_see_whole_states_only(kind, tmp_path, t
     for thread in threads:
         thread.join(timeout=SOAK_SECONDS + 120)
     assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    assert not failures, failures[:3]
-    assert progress[0] >= len(steps) and len(latencies) >= 10
-    assert all("changed while this query ran" in message for message in errors), errors[:3]
-    # the store is still usable and right afterwards
-    assert same(answer(retriever), states[0])
+    return failures, errors, progress[0], latencies, retriever, states, steps
 
 
 def test_the_guard_lets_readers_in_while_a_writer_is_paused_but_no_second_writer():
