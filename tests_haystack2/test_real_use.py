@@ -176,20 +176,14 @@ def test_deletes_through_the_store_never_serve_a_partial_or_wrong_passage(model)
 
 INDEX_YAML_CODE = """
 import sys
-from haystack import Document, Pipeline
-from haystack.components.writers import DocumentWriter
-from haystack.document_stores.types import DuplicatePolicy
+sys.path[:0] = [sys.argv[4], sys.argv[4] + "/../tests"]  # this file, and tiny_models it imports
+from haystack import Pipeline
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
-from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRRetriever, DCSRSentenceSplitter
+from haystack_dcsr.haystack2 import DCSRRetriever
+from test_real_use import indexing
 path, model, folder = sys.argv[1], sys.argv[2], sys.argv[3]
 store = QdrantDocumentStore(path=path, index="dcsr", embedding_dim=32, similarity="dot_product")
-indexing = Pipeline()
-indexing.add_component("split", DCSRSentenceSplitter(model=model))
-indexing.add_component("embed", DCSRDocumentEmbedder(model=model))
-indexing.add_component("write", DocumentWriter(document_store=store, policy=DuplicatePolicy.OVERWRITE))
-indexing.connect("split.documents", "embed.documents")
-indexing.connect("embed.documents", "write.documents")
-open(folder + "/indexing.yml", "w").write(indexing.dumps())
+open(folder + "/indexing.yml", "w").write(indexing(store, model).dumps())
 query = Pipeline()
 query.add_component("retriever", DCSRRetriever(document_store=store, model=model, top_k=3))
 open(folder + "/query.yml", "w").write(query.dumps())
@@ -218,7 +212,7 @@ def test_yaml_pipelines_over_a_persisted_qdrant_store_in_fresh_processes(model, 
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
 
-    python(INDEX_YAML_CODE, str(tmp_path / "qdrant"), model, str(tmp_path))
+    python(INDEX_YAML_CODE, str(tmp_path / "qdrant"), model, str(tmp_path), str(Path(__file__).parent))
     documents = json.dumps([{"id": p.id, "content": p.content, "meta": p.meta} for p in BASE])
     assert python(RUN_YAML_CODE, "indexing", str(tmp_path), documents) == {"documents_written": 11}
     answer = python(RUN_YAML_CODE, "query", str(tmp_path), "planet storm giant")
