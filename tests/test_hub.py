@@ -42,7 +42,7 @@ def test_a_hub_name_reads_the_towers_own_dcsr_settings(tmp_path, hub_cache):
     name = hub_cache("someone/tiny-dcsr", local)
     from_hub, from_folder = QueryEncoder(name, progress_bar=False), QueryEncoder(local, progress_bar=False)
     config = from_hub.tower.config
-    assert (config.pooling, config.normalize, config.temperature) == ("mean", True, 0.05)
+    assert (config.pooling, config.normalize, from_hub.temperature) == ("mean", True, 0.05)
     np.testing.assert_allclose(from_hub.encode(QUESTIONS), from_folder.encode(QUESTIONS), rtol=1e-5, atol=1e-6)
 
 
@@ -61,8 +61,8 @@ def test_a_hub_name_in_sentence_transformers_layout_reads_its_pooling(tmp_path, 
     )
     (local / "1_Pooling").mkdir()
     (local / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
-    config = QueryEncoder(hub_cache("someone/tiny-cos", local), progress_bar=False).tower.config
-    assert (config.pooling, config.normalize, config.temperature) == ("cls", True, 0.05)
+    encoder = QueryEncoder(hub_cache("someone/tiny-cos", local), progress_bar=False)
+    assert (encoder.tower.config.pooling, encoder.tower.config.normalize, encoder.temperature) == ("cls", True, 0.05)
 
 
 def test_a_hub_name_that_is_not_cached_offline_is_a_clear_error(hub_cache):

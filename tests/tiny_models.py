@@ -1,9 +1,13 @@
 """Tiny random BERTs for tests, framework-free: both the Haystack 1.x and 2.x suites build them."""
 
+import dataclasses
+import json
+from pathlib import Path
+
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from haystack_dcsr.core.models import EncoderConfig, resolve_model_path
+from haystack_dcsr.core.models import CONFIG_NAME, EncoderConfig, resolve_model_path
 
 MINILM = resolve_model_path("all-MiniLM-L6-v2")
 
@@ -29,7 +33,9 @@ def make_tiny_bert(
     torch.manual_seed(seed)
     BertModel(tiny_config(hidden_size, dropout)).save_pretrained(directory)
     AutoTokenizer.from_pretrained(MINILM).save_pretrained(directory)
-    EncoderConfig(pooling=pooling, max_length=max_length, normalize=normalize, temperature=temperature).save(directory)
+    own = EncoderConfig(pooling=pooling, max_length=max_length, normalize=normalize)
+    # a tower saved alone, as older saves wrote it: its HasAns temperature beside its settings (legacy_temperature)
+    (Path(directory) / CONFIG_NAME).write_text(json.dumps({**dataclasses.asdict(own), "temperature": temperature}))
     return str(directory)
 
 

@@ -50,7 +50,7 @@ def random_minilm(tokenizer_dir: str, directory: Path, dropout: float, seed: int
     )
     BertModel(config).save_pretrained(directory)
     AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(directory)
-    EncoderConfig(pooling="mean", max_length=256, normalize=True, temperature=0.05).save(directory)
+    EncoderConfig(pooling="mean", max_length=256, normalize=True).save(directory)  # temperature 0.05: cosine's
     return str(directory)
 
 

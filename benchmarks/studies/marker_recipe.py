@@ -50,7 +50,7 @@ def collapse(trainer: Trainer, passages) -> dict:
 
 def validate(trainer: Trainer, retrieval: RetrievalValidation) -> dict:
     trainer.model.eval()
-    metrics = retrieval(trainer.query, trainer.passage, trainer.passage.config.temperature)
+    metrics = retrieval(trainer.query, trainer.passage, trainer.qp.temperature)
     trainer.model.train()
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}
 

@@ -45,6 +45,7 @@ from haystack_dcsr.core.models import (
     EncoderConfig,
     Precision,
     infer_config,
+    legacy_temperature,
     resolve_model_path,
 )
 from haystack_dcsr.core.sentence_units import whole_span
@@ -96,7 +97,9 @@ class ModelFiles:
             query, passage = root / QUERY_DIR, root / PASSAGE_DIR
         else:  # one tower directory: both towers share its weights (zero-shot, or as the paper initialises)
             query = passage = root
-        settings = DCSRSettings.from_towers(_tower_config(query), _tower_config(passage))
+        query_config = _tower_config(query)
+        temperature = legacy_temperature(str(query), query_config.normalize)
+        settings = DCSRSettings.from_towers(query_config, _tower_config(passage), temperature)
         return cls(str(query), str(passage), settings, splitter)
 
 

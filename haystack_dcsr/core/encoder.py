@@ -41,7 +41,7 @@ class Tower:
     """A transformer with a pooling rule: the shared core of the query and passage encoders.
 
     :param model_name_or_path: HF model directory or hub name (all-MiniLM-L6-v2 loads offline).
-    :param pooling / normalize / max_length / temperature / level: override the directory's
+    :param pooling / normalize / max_length / level: override the directory's
         ``dcsr_encoder.json`` (see ``EncoderConfig``); None keeps it.
     :param device: torch device; None picks CUDA when available and ``use_gpu``.
     :param precision: ``auto`` (fp32 on CPU, bf16/fp16 on GPU), ``fp32``, ``fp16`` or ``bf16``.
@@ -56,7 +56,6 @@ class Tower:
         pooling: Optional[Pooling] = None,
         normalize: Optional[bool] = None,
         max_length: Optional[int] = None,
-        temperature: Optional[float] = None,
         level: Optional[Level] = None,
         device: Optional[str] = None,
         use_gpu: bool = True,
@@ -65,9 +64,7 @@ class Tower:
     ):
         if quantize is not None and precision not in ("auto", "fp32"):
             raise ValueError(f"quantize={quantize!r} replaces precision={precision!r}: give one of them")
-        overrides = dict(
-            pooling=pooling, normalize=normalize, max_length=max_length, temperature=temperature, level=level
-        )
+        overrides = dict(pooling=pooling, normalize=normalize, max_length=max_length, level=level)
         in_model = manifest_tower_config(Path(model_name_or_path), self.role)  # a tower folder of a model directory
         self.tokenizer, self.model, self.config = load_tower(model_name_or_path, overrides, in_model)
         self.model_name_or_path = model_name_or_path

@@ -55,27 +55,26 @@ class DCSRSettings:
                 f"({FORMAT_VERSION}): upgrade haystack-dcsr"
             )
         EncoderConfig(
-            pooling=self.pooling,
-            normalize=self.normalize,
-            max_length=self.max_passage_length,
-            temperature=self.temperature,
-            level=self.level,
+            pooling=self.pooling, normalize=self.normalize, max_length=self.max_passage_length, level=self.level
         )  # validates the shared values
+        if isinstance(self.temperature, bool) or not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
     @property
     def split_sentences(self) -> bool:
         return self.level == "sentence"
 
     @classmethod
-    def from_towers(cls, query: EncoderConfig, passage: EncoderConfig) -> "DCSRSettings":
-        """Settings of an older layout, read from its towers' own configs (which must agree)."""
+    def from_towers(cls, query: EncoderConfig, passage: EncoderConfig, temperature: float) -> "DCSRSettings":
+        """Settings of an older layout, read from its towers' own configs (which must agree), with the HasAns
+        ``temperature`` (which no tower config carries: ``models.legacy_temperature``)."""
         # level describes the passage tower only
         _refuse_disagreement(query, passage, ("pooling", "normalize", "marker"), "The query and passage towers")
         return cls(
             level=passage.level,
             pooling=passage.pooling,
             normalize=passage.normalize,
-            temperature=query.temperature,
+            temperature=temperature,
             max_query_length=min(64, query.max_length),
             max_passage_length=passage.max_length,
         )
@@ -97,13 +96,7 @@ class DCSRSettings:
 
     def tower_overrides(self, role: Literal["query", "passage"]) -> Dict[str, Any]:
         length = self.max_query_length if role == "query" else self.max_passage_length
-        return dict(
-            pooling=self.pooling,
-            normalize=self.normalize,
-            temperature=self.temperature,
-            level=self.level,
-            max_length=length,
-        )
+        return dict(pooling=self.pooling, normalize=self.normalize, level=self.level, max_length=length)
 
 
 def _refuse_disagreement(query: Any, passage: Any, names: Tuple[str, ...], sides: str) -> None:

@@ -1,7 +1,7 @@
 """Loading and saving the transformer towers, as Hugging Face ``save_pretrained`` directories.
 
 Each tower directory is a plain HF model directory. A tower saved alone carries ``dcsr_encoder.json``
-(pooling, normalisation, length, the HasAns temperature it was trained for); inside a model directory
+(pooling, normalisation, length); inside a model directory
 the towers carry none and read ``dcsr_model.json`` instead (``dcsr_model``), so no setting has two copies.
 """
 
@@ -40,7 +40,6 @@ class EncoderConfig:
         sentence's tokens: good zero-shot with sentence-transformers models) or ``cls``.
     :param normalize: L2-normalise vectors (cosine geometry, as sentence-transformers models expect).
     :param max_length: tokens per forward pass, special tokens included; longer passages are windowed.
-    :param temperature: softmax temperature for HasAns suited to this tower's score scale.
     :param level: what a passage tower's vectors stand for: ``sentence`` (DCSR: one vector per
         sentence, the passage read whole) or ``passage`` (DPR: one vector per passage, read as a
         single text exactly as in training; index such towers with
@@ -50,7 +49,6 @@ class EncoderConfig:
     pooling: Pooling = "marker"
     normalize: bool = False
     max_length: int = 512
-    temperature: float = 1.0
     marker: str = MARKER
     level: Level = "sentence"
 
@@ -61,8 +59,6 @@ class EncoderConfig:
             raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
         if self.max_length < 8:
             raise ValueError(f"max_length must be at least 8, got {self.max_length}")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
     def save(self, directory: Union[str, Path]) -> None:
         (Path(directory) / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=1))
@@ -96,14 +92,26 @@ def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = No
         ) from error
 
 
+def legacy_temperature(path: str, normalize: bool) -> float:
+    """The HasAns temperature of a tower outside a model directory (which owns it there): the ``temperature`` a
+    ``dcsr_encoder.json`` of older saves records, else by geometry (sentence-transformers models are trained
+    with a similarity scale of 20, cosine / 0.05; raw DCSR dot products, the paper's, take 1.0)."""
+    config_file = Path(path) / CONFIG_NAME
+    if config_file.is_file():
+        recorded = json.loads(config_file.read_text()).get("temperature")
+        if recorded is not None:
+            return float(recorded)
+    return 0.05 if normalize else 1.0
+
+
 def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
     """Read ``dcsr_encoder.json``; otherwise infer from a sentence-transformers layout or default
     to DCSR's marker pooling for a plain HF model. (A tower folder of a model directory has neither:
     ``Tower`` reads the ``dcsr_model.json`` beside it first, ``model_settings.manifest_tower_config``.)"""
     directory = Path(path)
     config_file = directory / CONFIG_NAME
-    if config_file.is_file():
-        return EncoderConfig(**json.loads(config_file.read_text()))
+    if config_file.is_file():  # (a "temperature" there is the legacy layout's: ``legacy_temperature`` reads it)
+        return EncoderConfig(**{k: v for k, v in json.loads(config_file.read_text()).items() if k != "temperature"})
     modules_file = directory / "modules.json"
     max_length = min(model_max_positions, 512)
     if modules_file.is_file():
@@ -115,10 +123,7 @@ def infer_config(path: str, model_max_positions: int) -> EncoderConfig:
             if module.get("type", "").endswith("Pooling") and pooling_config.is_file():
                 modes = json.loads(pooling_config.read_text())
                 pooling = "cls" if modes.get("pooling_mode_cls_token") else "mean"
-        # sentence-transformers models are trained with a similarity scale of 20 (cosine / 0.05)
-        return EncoderConfig(
-            pooling=pooling, normalize=normalize, max_length=max_length, temperature=0.05 if normalize else 1.0
-        )
+        return EncoderConfig(pooling=pooling, normalize=normalize, max_length=max_length)
     return EncoderConfig(pooling="marker", max_length=max_length)
 
 

@@ -58,14 +58,14 @@ class DualEncoder(torch.nn.Module):
         return q, p
 
 
-def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageTower]:
-    """Both towers with the config's pooling and lengths; normalisation and temperature default to the
-    starting model's own settings (``ModelFiles``: cosine / 0.05 for sentence-transformers models, raw dot /
-    1.0 otherwise, a DCSR model's ``dcsr_model.json``)."""
+def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower, PassageTower, float]:
+    """Both towers with the config's pooling and lengths, and the HasAns temperature; normalisation and temperature
+    default to the starting model's own settings (``ModelFiles``: cosine / 0.05 for sentence-transformers models,
+    raw dot / 1.0 otherwise, a DCSR model's ``dcsr_model.json``)."""
     sources = tower_sources(config)
 
-    def settings(role: str) -> Dict:
-        model = ModelFiles.locate(sources[role]).settings.given(
+    def settings(role: str) -> DCSRSettings:
+        return ModelFiles.locate(sources[role]).settings.given(
             pooling=config.resolved_pooling,
             normalize=config.normalize,
             temperature=config.temperature,
@@ -73,22 +73,25 @@ def build_towers(config: TrainConfig, device: torch.device) -> Tuple[QueryTower,
             max_query_length=config.max_query_length,
             max_passage_length=config.max_passage_length,
         )
-        return dict(model.tower_overrides(role), device=str(device), precision="fp32")
 
-    query = QueryTower(sources["query"], **settings("query"))
-    passage = PassageTower(sources["passage"], **settings("passage"))
-    if query.config.temperature != passage.config.temperature:
+    query_settings, passage_settings = settings("query"), settings("passage")
+
+    def tower(kind, role, model):
+        return kind(sources[role], **model.tower_overrides(role), device=str(device), precision="fp32")
+
+    query = tower(QueryTower, "query", query_settings)
+    passage = tower(PassageTower, "passage", passage_settings)
+    if query_settings.temperature != passage_settings.temperature:
         # towers from two bases can default differently; the model has one temperature, and it is the one
-        # the loss trains with, validation ranks with and dcsr_model.json records: the query tower's, as served
+        # the loss trains with, validation ranks with and dcsr_model.json records: the query side's, as served
         logger.warning(
             "The towers default to temperatures %s (query) and %s (passage): training with %s; set temperature "
             "to choose another",
-            query.config.temperature,
-            passage.config.temperature,
-            query.config.temperature,
+            query_settings.temperature,
+            passage_settings.temperature,
+            query_settings.temperature,
         )
-        passage.config.temperature = query.config.temperature
-    return query, passage
+    return query, passage, query_settings.temperature
 
 
 def tower_sources(config: TrainConfig) -> Dict[str, str]:
@@ -124,7 +127,7 @@ class Trainer:
             if dev_records is not None
             else (self._load(config.dev_file)[: config.dev_limit] if config.dev_file else [])
         )
-        self.query, self.passage = build_towers(config, self.device)
+        self.query, self.passage, temperature = build_towers(config, self.device)
         self.model = DualEncoder(self.query, self.passage, self._markers())
         self.ddp = self.model
         if self.dist.world > 1:
@@ -141,7 +144,7 @@ class Trainer:
             seed=config.seed,
             meq_oversample=config.meq_oversample,
         )
-        self.qp = QPLoss(self.query.config.temperature)  # the one temperature (build_towers)
+        self.qp = QPLoss(temperature)  # the one temperature (build_towers)
         self.index: Optional[FrozenSentenceIndex] = None  # query-side tuning's candidates (frozen_passages)
         if config.frozen_passages:
             self.passage.model.requires_grad_(False)
@@ -466,7 +469,7 @@ class Trainer:
         if not self.dist.main:
             return
         settings = dataclasses.replace(
-            DCSRSettings.from_towers(self.query.config, self.passage.config),
+            DCSRSettings.from_towers(self.query.config, self.passage.config, self.qp.temperature),
             max_query_length=self.query.config.max_length,
         )
         with contextlib.ExitStack() as folded:  # trained marker offsets go into the saved embedding rows

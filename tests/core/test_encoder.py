@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles
 from haystack_dcsr.core.encoder import PassageTower, QueryTower, plan_windows
 from haystack_dcsr.core.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
 
@@ -121,7 +122,8 @@ def test_saved_tower_loads_with_its_marker_and_config(tmp_path, marker_encoder):
 
 def test_sentence_transformers_layout_is_inferred():
     _, _, config = load_tower("all-MiniLM-L6-v2")
-    assert (config.pooling, config.normalize, config.temperature) == ("mean", True, 0.05)
+    assert (config.pooling, config.normalize) == ("mean", True)
+    assert ModelFiles.locate("all-MiniLM-L6-v2").settings.temperature == 0.05  # the model's, by its geometry
 
 
 def test_unknown_model_path_is_a_clear_error(tmp_path):
@@ -135,7 +137,7 @@ def test_bad_encoder_config_values_are_rejected():
     with pytest.raises(ValueError, match="pooling"):
         EncoderConfig(pooling="max")
     with pytest.raises(ValueError, match="temperature"):
-        EncoderConfig(temperature=0)
+        DCSRSettings(temperature=0)
 
 
 def test_passage_level_tower_reads_each_passage_as_one_text(tiny_bert):
