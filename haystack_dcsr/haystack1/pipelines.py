@@ -182,7 +182,7 @@ def save_pipeline(
     opened it, so a loader gets the previous save or the new one, whole.
     """
     path = Path(path)
-    refuse_unsaveable_stores(_components(pipeline))  # before anything is written, the lock file included
+    refuse_unsaveable_stores(pipeline)  # before anything is written, the lock file included
     path.parent.mkdir(parents=True, exist_ok=True)
     with save_lock(path):
         return _save_pipeline(pipeline, path, index_dir, pipeline_name)
@@ -205,7 +205,6 @@ def _save_pipeline(pipeline: Pipeline, path: Path, index_dir, pipeline_name: Opt
     components = _components(pipeline)
     config = pipeline.get_config()
     config["pipelines"][0]["name"] = pipeline_name or getattr(pipeline, LOADED_NAME, config["pipelines"][0]["name"])
-    refuse_unsaveable_stores(components)
     for definition in config["components"]:
         definition["params"] = absolute_local_paths(definition.get("params") or {})
     generation.mkdir(parents=True, exist_ok=True)
@@ -280,13 +279,13 @@ def absolute_local_paths(params: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def refuse_unsaveable_stores(components: Dict[str, BaseComponent]) -> None:
-    """A store whose documents the YAML would lose: refused at save time, with the reason."""
+def refuse_unsaveable_stores(pipeline: Pipeline) -> None:
+    """A store of the pipeline whose documents the YAML would lose: refused at save time, with the reason."""
     from haystack.document_stores import InMemoryDocumentStore
 
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
 
-    for name, store in components.items():
+    for name, store in _components(pipeline).items():
         if isinstance(store, InMemoryDocumentStore) and not isinstance(store, SparseBM25DocumentStore):
             count = store.get_document_count()
             if count:

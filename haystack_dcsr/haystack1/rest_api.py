@@ -98,12 +98,12 @@ def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allo
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
-    from haystack_dcsr.haystack1.pipelines import _components, load_pipeline, refuse_unsaveable_stores, save_pipeline
+    from haystack_dcsr.haystack1.pipelines import load_pipeline, refuse_unsaveable_stores, save_pipeline
 
     path = Path(path)
     pipeline = load_pipeline(path, pipeline_name=pipeline_name)
     if allow_writes:
-        refuse_unsaveable_stores(_components(pipeline))
+        refuse_unsaveable_stores(pipeline)
     write_lock = threading.Lock()
     app = FastAPI(title="haystack-dcsr REST API", version=haystack.__version__)
 

@@ -21,7 +21,7 @@ from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
 from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker, mark_answers
 from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
-from haystack_dcsr.haystack1.filters import check_filters, per_query_filters
+from haystack_dcsr.haystack1.filters import per_query_filters
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 
 CONFIG_NAME = "dcsr_retriever.json"
@@ -300,8 +300,7 @@ class DCSRRetriever(DenseRetriever):
         store = self._store(document_store, "delete_passages()")
         if (passage_ids is None) == (filters is None):
             raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
-        if filters is not None:
-            check_filters(filters)
+        if filters is not None:  # (checked by passages_matching before anything is read or deleted)
             passage_ids = passages_matching(store, filters, index)
         return self.engine.delete_passages(store, index, list(passage_ids))
 

@@ -19,8 +19,7 @@ import numpy as np
 import torch
 import yaml
 
-from haystack_dcsr.core.atomic_files import atomic_write_text
-from haystack_dcsr.core.checksums import CHECKSUM_FILE, DamagedFileError, sha256_of, verify_checksums
+from haystack_dcsr.core.checksums import DamagedFileError, verify_checksums, write_checksums
 from haystack_dcsr.training.distributed import Distributed
 
 logger = logging.getLogger(__name__)
@@ -78,12 +77,8 @@ class Checkpoints:
         if self.dist.main:
             torch.save(state(), directory / "state.tmp")
             # hashed before the rename, so a complete checkpoint (state.pt) always has its checksums
-            rng_files = sorted(path.name for path in directory.glob("rng-*.pt"))
-            hashes = {name: sha256_of(directory / name) for name in rng_files}
-            hashes["state.pt"] = sha256_of(directory / "state.tmp")
-            atomic_write_text(
-                directory / CHECKSUM_FILE, "".join(f"{digest}  {name}\n" for name, digest in sorted(hashes.items()))
-            )
+            rng_files = [path.name for path in directory.glob("rng-*.pt")]
+            write_checksums(directory, [*rng_files, "state.pt"], held_in={"state.pt": "state.tmp"})
             os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
             for old in self.all()[: -self.keep]:
                 shutil.rmtree(old)

@@ -17,6 +17,7 @@ from haystack.document_stores.base import BaseDocumentStore
 from haystack_dcsr.core.sentence_units import parse_sentence_id
 from haystack_dcsr.haystack1.engine.sql_rows import (
     fetch_documents,
+    highest_vector_id,
     is_sql_store,
     sentence_ids_of,
     store_lock,
@@ -76,6 +77,28 @@ def removes_vectors(document_store: BaseDocumentStore, index: Optional[str] = No
     if not isinstance(document_store, FAISSDocumentStore) or faiss_index is None:
         return True
     return not isinstance(faiss.downcast_index(faiss_index), faiss.IndexHNSW)
+
+
+def trim_orphan_vectors(document_store: BaseDocumentStore, index: Optional[str] = None) -> int:
+    """Remove the FAISS vectors past the highest vector id SQL holds: what a write or ``update_embeddings``
+    interrupted between adding vectors to FAISS and committing their ids to SQL leaves behind. Haystack numbers
+    new vectors from the index's size, so without this a re-run would number them past the orphans and the ids
+    would point at the wrong vectors. Returns how many went. Only where vector ids are positions that a removal
+    at the end leaves as they are (Flat, SQ): HNSW cannot remove vectors (it keeps replaced ones by design, and
+    DCSR's vector map skips every unnamed one), and IVF ids are not positions."""
+    import faiss
+
+    index = index or document_store.index
+    faiss_index = getattr(document_store, "faiss_indexes", {}).get(index)
+    if faiss_index is None or not isinstance(
+        faiss.downcast_index(faiss_index), (faiss.IndexFlat, faiss.IndexScalarQuantizer)
+    ):
+        return 0
+    keep = highest_vector_id(document_store, index) + 1
+    orphans = faiss_index.ntotal - keep
+    if orphans > 0:
+        faiss_index.remove_ids(faiss.IDSelectorRange(keep, faiss_index.ntotal))
+    return max(orphans, 0)
 
 
 def delete_rows_only(document_store: BaseDocumentStore, ids: List[str], index: Optional[str] = None) -> None:

@@ -11,6 +11,10 @@ count is deleted (with ``passage_deletion``, which keeps a FAISS index's vector 
 FAISS HNSW indexes cannot remove vectors: there a stale sentence that already has a vector stays
 (never served) until the next full ``update_embeddings``, which first deletes every stale row from
 SQL (the index is reset right after, so no vector id is left pointing at the wrong sentence).
+
+Both wrapped methods first remove FAISS vectors that an interrupted write left past the last id SQL names
+(``passage_deletion.trim_orphan_vectors``), so re-running a write that a lost database connection stopped
+completes the store with rows and vectors agreeing.
 """
 
 import functools
@@ -18,7 +22,12 @@ import logging
 from typing import Dict, List, Optional
 
 from haystack_dcsr.core.sentence_units import META, head_id, position, sentence_id
-from haystack_dcsr.haystack1.engine.passage_deletion import delete_rows_only, delete_sentences, removes_vectors
+from haystack_dcsr.haystack1.engine.passage_deletion import (
+    delete_rows_only,
+    delete_sentences,
+    removes_vectors,
+    trim_orphan_vectors,
+)
 from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents, is_sql_store, stale_sentence_ids
 
 logger = logging.getLogger(__name__)
@@ -35,6 +44,7 @@ def keep_passages_whole(document_store, store_guard) -> None:
     @functools.wraps(write)
     def write_documents(documents, index: Optional[str] = None, *args, **kwargs):
         with store_guard.writing():
+            trim_orphan_vectors(document_store, index)
             return write_and_prune(document_store, write, documents, index, *args, **kwargs)
 
     update = getattr(document_store, "update_embeddings", None)
@@ -43,6 +53,7 @@ def keep_passages_whole(document_store, store_guard) -> None:
         @functools.wraps(update)
         def update_embeddings(retriever, index: Optional[str] = None, update_existing_embeddings: bool = True, **kw):
             with store_guard.writing():
+                trim_orphan_vectors(document_store, index)
                 if update_existing_embeddings and not kw.get("filters"):  # Haystack resets the index first
                     delete_rows_only(document_store, stale_sentence_ids(document_store, index or document_store.index))
                 return update(retriever, index, update_existing_embeddings, **kw)

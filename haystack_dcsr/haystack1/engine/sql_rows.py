@@ -87,9 +87,7 @@ def recover_sessions(document_store: BaseDocumentStore) -> None:
     """Make a SQL store survive its database restarting or a connection being killed: each connection is checked
     when taken from the pool (a dead one is replaced), and a call of Haystack's own that fails on a broken
     connection leaves the session rolled back (instead of refusing every later call with "Can't reconnect until
-    invalid transaction is rolled back") and raises a :class:`DatabaseUnavailableError`. On a FAISS store, a write
-    or ``update_embeddings`` first removes vectors an interrupted one left past SQL's (``trim_orphan_vectors``),
-    so re-running it completes the store with rows and vectors agreeing."""
+    invalid transaction is rolled back") and raises a :class:`DatabaseUnavailableError`."""
     if getattr(document_store, "_dcsr_recovers_sessions", False):
         return
     from sqlalchemy import event
@@ -102,9 +100,6 @@ def recover_sessions(document_store: BaseDocumentStore) -> None:
         method = getattr(document_store, name, None)
         if method is not None:
             setattr(document_store, name, _recovering(document_store, method))
-    if hasattr(document_store, "faiss_indexes"):  # FAISS + SQL: a re-run after an interrupted write starts whole
-        for name in ("write_documents", "update_embeddings"):
-            setattr(document_store, name, _trimming_first(document_store, getattr(document_store, name)))
     generator = document_store.get_all_documents_generator
 
     def get_all_documents_generator(*args, **kwargs):
@@ -124,15 +119,6 @@ def _recovering(document_store: BaseDocumentStore, method):
             return method(*args, **kwargs)
         except Exception as error:
             _recover_or_raise(document_store, error)
-
-    return call
-
-
-def _trimming_first(document_store: BaseDocumentStore, method):
-    @functools.wraps(method)
-    def call(*args, **kwargs):
-        trim_orphan_vectors(document_store, kwargs.get("index"))
-        return method(*args, **kwargs)
 
     return call
 
@@ -398,35 +384,6 @@ def highest_vector_id(document_store, index: str) -> int:
             .scalar()
         )
     return -1 if found is None else int(found)
-
-
-def trim_orphan_vectors(document_store, index: Optional[str] = None) -> int:
-    """Remove the FAISS vectors past the highest vector id SQL holds: what a write or ``update_embeddings``
-    interrupted between adding vectors to FAISS and committing their ids to SQL leaves behind. Haystack numbers
-    new vectors from the index's size, so without this a re-run would number them past the orphans and the ids
-    would point at the wrong vectors. Returns how many went. Index kinds that cannot remove vectors (HNSW) are
-    left as they are: they keep replaced vectors by design, and DCSR's vector map skips every unnamed one."""
-    import faiss
-
-    index = index or document_store.index
-    faiss_index = document_store.faiss_indexes.get(index)
-    if faiss_index is None:
-        return 0
-    keep = highest_vector_id(document_store, index) + 1
-    orphans = faiss_index.ntotal - keep
-    if orphans <= 0:
-        return 0
-    if not _removes_vectors(faiss_index):
-        return 0  # HNSW and the like keep replaced vectors anyway (the vector map skips them): nothing to trim
-    faiss_index.remove_ids(faiss.IDSelectorRange(keep, faiss_index.ntotal))
-    return orphans
-
-
-def _removes_vectors(faiss_index) -> bool:
-    """Whether removing the tail of this index leaves the other vectors' ids as they are (Flat and the like)."""
-    import faiss
-
-    return isinstance(faiss.downcast_index(faiss_index), (faiss.IndexFlat, faiss.IndexScalarQuantizer))
 
 
 def sqlite_connection(document_store):
