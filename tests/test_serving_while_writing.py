@@ -81,7 +81,12 @@ def test_the_soak_fails_without_the_store_lock(tmp_path, tiny_bert, corpus, monk
 
     monkeypatch.setattr(StoreGuard, "reading", lambda self: nullcontext())
     monkeypatch.setattr(StoreGuard, "writing", lambda self: nullcontext())
-    failures, errors, *_ = soak("faiss-flat", tmp_path, tiny_bert, corpus)
+    for attempt in range(4):  # a race shows in most 7 s soaks; a loaded machine may need another (each fresh)
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        failures, errors, *_ = soak("faiss-flat", folder, tiny_bert, corpus)
+        if failures or [e for e in errors if "changed while this query ran" not in e]:
+            break
     assert failures or [e for e in errors if "changed while this query ran" not in e]
 
 
