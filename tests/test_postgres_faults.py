@@ -157,3 +157,27 @@ def test_a_connection_killed_mid_update_embeddings_then_a_rerun_completes(cluste
     counts = (store.get_document_count(), vector_row_count(store, "document"), store.faiss_indexes["document"].ntotal)
     assert counts == (len(SENTENCES),) * 3
     assert same_ranking(answers(retriever), expected)
+
+
+def test_the_rest_delete_route_is_refused_over_a_server_database(cluster, tiny_bert, tmp_path):
+    """``--allow-writes`` promises that a restart serves the state before a deletion or after it. A PostgreSQL
+    database changes at once while the saved folder's FAISS index follows only at the save, so the server refuses
+    to start with it, saying why; read-only serving of the same folder works."""
+    pytest.importorskip("fastapi")
+    from haystack import Pipeline
+
+    from haystack_dcsr import save_pipeline
+    from haystack_dcsr.haystack1.rest_api import create_app
+
+    store, _ = new_store(cluster, "served")
+    retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False)
+    store.write_documents(SENTENCES[:30])
+    store.update_embeddings(retriever)
+    pipeline = Pipeline()
+    pipeline.add_node(retriever, name="Retriever", inputs=["Query"])
+    path = save_pipeline(pipeline, tmp_path / "served" / "search.yml")
+    with pytest.raises(ValueError, match="--allow-writes: the FAISS store's database is a postgresql server"):
+        create_app(path, allow_writes=True)
+    assert [route.path for route in create_app(path).routes if "documents" in route.path] == [
+        "/documents/get_by_filters"
+    ]

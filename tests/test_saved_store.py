@@ -6,6 +6,7 @@ way the previous save loads from another working directory and answers exactly a
 different saves are refused with an error that says which file and what to do.
 """
 
+import gc
 import os
 import random
 import resource
@@ -66,6 +67,7 @@ def test_a_save_killed_at_random_points_leaves_the_previous_save_loadable(saved,
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for seed in range(4):
+        gc.collect()  # the pipeline loaded last round is gone, and its database working copy with it
         pid, out = forked(save_forever, tmp_path)
         assert out.readline().strip() == "SAVING"
         time.sleep(random.Random(seed).uniform(0.0, 1.0))
@@ -75,7 +77,9 @@ def test_a_save_killed_at_random_points_leaves_the_previous_save_loadable(saved,
         monkeypatch.chdir(elsewhere)  # and load from another working directory
         assert answers(load_pipeline(path, pipeline_name="query")) == expected, f"seed {seed}"
     generations = list((path.parent / "query.files").iterdir())
-    assert 1 <= len(generations) <= 3  # the current one, the one before it, and one the last kill cut short
+    # the current one, the one before it, one the last kill cut short, and the one the last saver loaded (its
+    # working copy kept it while the saver ran)
+    assert 1 <= len(generations) <= 4
 
 
 def test_a_full_disk_during_a_save_leaves_the_previous_save_whole(saved, tmp_path):
@@ -338,3 +342,84 @@ def test_a_full_disk_at_each_file_of_a_save_leaves_the_previous_save_whole(saved
         assert "FAILED" in text and "No space left on device" in text, (point, text)
         assert not any(".tmp-" in p.name for p in path.parent.rglob("*")), point
         assert answers(load_pipeline(path, pipeline_name="query")) == before == expected
+
+
+def _generations(path: Path):
+    return sorted(p for p in (path.parent / f"{path.stem}.files").iterdir() if p.is_dir())
+
+
+def test_a_loaded_store_works_on_its_own_copy_of_the_database(saved):
+    """A load opens a working copy of the saved SQLite database: deleting passages through one loaded pipeline
+    changes neither the saved files (their checksums, the database's included, still verify) nor another load
+    of the same folder."""
+    from haystack_dcsr.core.checksums import verify_checksums
+
+    path, expected = saved
+    first, second = (load_pipeline(path, pipeline_name="query") for _ in range(2))
+    count = second.get_node("Retriever").document_store.get_document_count()
+    assert first.get_node("Retriever").delete_passages(filters={"title": ["Penicillin"]}) > 0
+    assert first.get_node("Retriever").document_store.get_document_count() < count
+    assert second.get_node("Retriever").document_store.get_document_count() == count
+    assert answers(second) == expected
+    (generation,) = _generations(path)
+    (listing,) = generation.glob("*.faiss.sha256")
+    assert listing.name.replace(".faiss.sha256", ".db") in listing.read_text()
+    verify_checksums(generation, listing=listing.name)
+    assert answers(load_pipeline(path, pipeline_name="query")) == expected
+
+
+def test_a_process_killed_after_an_unsaved_deletion_leaves_the_folder_as_saved(saved, tmp_path):
+    """A process deletes passages and is killed before it saves: the folder loads and answers as saved (before
+    working copies, the deletion had reached the saved database but not its index, and the load failed), and that
+    load removes the dead process's copy."""
+    path, expected = saved
+
+    def delete_and_wait(out):
+        pipeline = load_pipeline(path, pipeline_name="query")
+        print("DELETED", pipeline.get_node("Retriever").delete_passages(filters={"title": ["Penicillin"]}), file=out)
+        time.sleep(600)
+
+    pid, out = forked(delete_and_wait, tmp_path)
+    assert out.readline().split()[0] == "DELETED"
+    os.kill(pid, signal.SIGKILL)
+    assert exit_code(pid) == -signal.SIGKILL
+    assert answers(load_pipeline(path, pipeline_name="query")) == expected
+    (generation,) = _generations(path)
+    assert not list(generation.glob(f"*.working-{pid}-*"))  # the dead child's copy went
+    assert [p.name.split("-")[1] for p in generation.glob("*.working-*.db")] == [str(os.getpid())]  # ours stays
+
+
+def test_a_superseded_generation_stays_while_a_live_process_works_on_it(saved, tmp_path, monkeypatch):
+    """Superseded generations are removed, except one that a running process loaded (its working copy is in
+    it); once that process is gone, the next save removes it."""
+    path, _ = saved
+    monkeypatch.setattr(pipelines, "SUPERSEDED_GRACE_S", 0.0)
+    (first,) = _generations(path)
+
+    def load_and_wait(out):
+        load_pipeline(path, pipeline_name="query")
+        print("LOADED", file=out)
+        time.sleep(600)
+
+    def saving(times):
+        def work(out):
+            pipeline = load_pipeline(path)
+            for _ in range(times):
+                save_pipeline(pipeline, path)
+            print("SAVED", file=out)
+
+        return work
+
+    waiter, waiter_out = forked(load_and_wait, tmp_path)
+    assert waiter_out.readline().strip() == "LOADED"
+    try:
+        saver, saver_out = forked(saving(3), tmp_path)
+        assert saver_out.read().strip() == "SAVED" and exit_code(saver) == 0
+        kept = _generations(path)
+        assert len(kept) == 3 and kept[0] == first  # the second went; the first is in use
+    finally:
+        os.kill(waiter, signal.SIGKILL)
+        exit_code(waiter)
+    saver, saver_out = forked(saving(1), tmp_path)
+    assert saver_out.read().strip() == "SAVED" and exit_code(saver) == 0
+    assert first not in _generations(path) and len(_generations(path)) == 2  # the newest two

@@ -10,8 +10,8 @@ distractor passages (synthetic sentences, Gaussian-fitted vectors). Every engine
 with their vectors through its ``write_documents``, so the write rate is the engine's own cost (encoding is the
 same for all and left out). Engines: FAISS ``exact`` (Flat, top_n 3,000), FAISS ``million`` (HNSW32,SQ8,
 efSearch 1,000, top_n 1,000), both on SQLite, and ``MilvusDocumentStore`` with the ``flat`` and ``hnsw`` presets
-on a Milvus standalone server started for the run on loopback. Each engine runs in its own child process, so the
-serving process's peak RSS is its own; the Milvus server's RSS is read from ``/proc`` after the queries.
+on a Milvus standalone server on loopback, a fresh one for each Milvus engine. Each engine runs in its own child
+process, so the serving process's peak RSS is its own; the server's RSS is read from ``/proc`` after the queries.
 Measured per engine: passages written per second, ``retrieve`` p50 / p95 (one query at a time), top-1 / top-20
 (the gold passage found) and agreement with FAISS exact (the same top-1; the share of exact's top 20 found).
 """
@@ -135,6 +135,28 @@ def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) 
     }
 
 
+def run_child(name: str, size: int, n_questions: int) -> dict:
+    """One engine's row from a child process; a Milvus engine gets a server of its own, started for it on a fresh
+    data folder and stopped after its RSS is read, so no other engine's collection is in that figure."""
+    from milvus_server import MilvusServer
+
+    def child(uri: str) -> dict:
+        command = [sys.executable, __file__, "--questions", str(n_questions), "--child", name, str(size), uri]
+        done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    if ENGINES[name]["kind"] != "milvus":
+        return child("-")
+    with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
+        server = MilvusServer(Path(data)).start()
+        try:
+            row = child(server.uri)
+            row["server_rss_gib"] = rss_gib(server.server_pid())
+        finally:
+            server.stop()
+    return row
+
+
 def table(rows: list) -> str:
     head = (
         "| passages | engine | write passages/s | p50 ms | p95 ms | top-1 | top-20 | same top-1 as exact | "
@@ -174,40 +196,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             print(json.dumps(run_engine(name, int(size), uri, Path(workdir), args.questions)))
         return
-    from milvus_server import MilvusServer
-
     started = time.perf_counter()
     rows = []
-    with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
-        server = MilvusServer(Path(data)).start()
-        try:
-            for size in [int(s) for s in args.sizes.split(",")]:
-                size_rows = []
-                for name in args.engines.split(","):
-                    done = subprocess.run(
-                        [
-                            sys.executable,
-                            __file__,
-                            "--questions",
-                            str(args.questions),
-                            "--child",
-                            name,
-                            str(size),
-                            server.uri,
-                        ],
-                        check=True,
-                        stdout=subprocess.PIPE,
-                        text=True,
-                    )
-                    row = json.loads(done.stdout.strip().splitlines()[-1])
-                    if ENGINES[name]["kind"] == "milvus":
-                        row["server_rss_gib"] = rss_gib(server.server_pid())
-                    size_rows.append(row)
-                    print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
-                score(size_rows)
-                rows += size_rows
-        finally:
-            server.stop()
+    for size in [int(s) for s in args.sizes.split(",")]:
+        size_rows = []
+        for name in args.engines.split(","):
+            row = run_child(name, size, args.questions)
+            size_rows.append(row)
+            print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
+        score(size_rows)
+        rows += size_rows
     report = {
         "command": f"python benchmarks/scale.py engines --sizes {args.sizes} --questions {args.questions}",
         "wall_s": round(time.perf_counter() - started),

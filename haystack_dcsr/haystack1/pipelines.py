@@ -24,10 +24,11 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 
 import yaml
 from haystack import Pipeline
+from haystack.document_stores import FAISSDocumentStore
 from haystack.errors import PipelineConfigError
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.haystack1.engine.saved_store import discard_temporary_config
+from haystack_dcsr.haystack1.engine.saved_store import adopt_working_copy, discard_temporary_config
 from haystack_dcsr.haystack1.preprocessor import stub_haystack_punkt
 
 
@@ -61,6 +62,9 @@ def load_pipeline(
             for component in config.get("components", []):
                 discard_temporary_config(component.get("params") or {})
         setattr(pipeline, LOADED_NAME, pipeline_name or config["pipelines"][0]["name"])  # save_pipeline keeps it
+        for component in _components(pipeline).values():
+            if isinstance(component, FAISSDocumentStore):
+                adopt_working_copy(component)
         return pipeline
     except PipelineConfigError as error:
         cause = error.__cause__
@@ -193,15 +197,15 @@ def _save_pipeline(pipeline: Pipeline, path: Path, index_dir, pipeline_name: Opt
     import time
     import uuid
 
-    from haystack.document_stores import FAISSDocumentStore
-
     from haystack_dcsr.core.atomic_files import atomic_write_text
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
     from haystack_dcsr.haystack1.engine.saved_store import save_faiss_store
     from haystack_dcsr.haystack1.retriever import DCSRRetriever
 
     files = (Path(index_dir) if index_dir is not None else path.parent) / f"{path.stem}.files"
-    generation = files / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    now = time.time_ns()  # names that sort in save order, to the nanosecond (remove_superseded_generations)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 10**9))
+    generation = files / f"{stamp}.{now % 10**9:09d}-{uuid.uuid4().hex[:8]}"
     components = _components(pipeline)
     config = pipeline.get_config()
     config["pipelines"][0]["name"] = pipeline_name or getattr(pipeline, LOADED_NAME, config["pipelines"][0]["name"])
@@ -253,15 +257,18 @@ def save_lock(path: Path) -> Iterator[None]:
 def remove_superseded_generations(files: Path, current: Path) -> None:
     """Remove the generations older than the one before ``current`` once a newer one has existed for
     ``SUPERSEDED_GRACE_S``: a loader that read the previous YAML is still opening its generation, and a
-    process that re-saves in a loop must not pull it away (``load_pipeline`` re-reads the YAML if it does)."""
+    process that re-saves in a loop must not pull it away (``load_pipeline`` re-reads the YAML if it does).
+    A generation that a live process still works on (a database working copy in it) stays until it ends."""
     import shutil
     import time
+
+    from haystack_dcsr.haystack1.engine.working_copies import copies_in_use
 
     generations = sorted(p for p in files.iterdir() if p.is_dir()) if files.is_dir() else []
     generations = [g for g in generations if g != current] + [current]
     now = time.time()
     for older, newer in zip(generations[:-2], generations[1:-1]):
-        if now - newer.stat().st_mtime > SUPERSEDED_GRACE_S:
+        if now - newer.stat().st_mtime > SUPERSEDED_GRACE_S and not copies_in_use(older):
             shutil.rmtree(older, ignore_errors=True)
 
 

@@ -90,6 +90,25 @@ def check_query_params(pipeline, params: Any) -> Dict[str, Any]:
     return params
 
 
+def refuse_server_databases(pipeline) -> None:
+    """The delete route's promise (a restart serves the state before a request or after it, whole) holds for a
+    FAISS store whose database is saved into the folder (SQLite). A server database (PostgreSQL) changes at once
+    while the folder's FAISS index changes only at the save after it: refused, before anything is served."""
+    from haystack.document_stores import FAISSDocumentStore
+
+    for name in pipeline.graph.nodes:
+        store = getattr(pipeline.get_node(name), "document_store", None)
+        if isinstance(store, FAISSDocumentStore):
+            dialect = store.session.bind.dialect.name
+            if dialect != "sqlite":
+                raise ValueError(
+                    f"--allow-writes: the FAISS store's database is a {dialect} server, which a deletion changes "
+                    "before the saved folder's index can follow, so a crash in between would leave a folder that "
+                    "does not load. Serve this pipeline read-only and delete through DCSRRetriever.delete_passages "
+                    "in one process, then save_pipeline; or use a SQLite database, which the save copies."
+                )
+
+
 def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allow_writes: bool = False):
     """The FastAPI app serving the pipeline ``pipeline_name`` of the YAML at ``path`` (``load_pipeline``: a
     folder written by ``save_pipeline`` loads from anywhere). ``allow_writes`` adds the delete route, which
@@ -104,6 +123,7 @@ def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allo
     pipeline = load_pipeline(path, pipeline_name=pipeline_name)
     if allow_writes:
         refuse_unsaveable_stores(pipeline)
+        refuse_server_databases(pipeline)
     write_lock = threading.Lock()
     app = FastAPI(title="haystack-dcsr REST API", version=haystack.__version__)
 

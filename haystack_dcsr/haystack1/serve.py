@@ -54,10 +54,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         if missing:
             sys.exit(f"error: {', '.join(missing)} not installed: {INSTALL_SERVE}")
         import uvicorn
+        from haystack.errors import PipelineConfigError
 
         from haystack_dcsr.haystack1.rest_api import create_app
 
-        app = create_app(args.pipeline, args.query_pipeline, allow_writes=args.allow_writes)
+        try:
+            app = create_app(args.pipeline, args.query_pipeline, allow_writes=args.allow_writes)
+        except (PipelineConfigError, ValueError, OSError) as error:  # a folder or a setting at fault: said in a line
+            sys.exit(f"error: {error}")
         uvicorn.run(app, host=args.host, port=args.port, workers=1, log_level="warning")
         return
     missing = [name for name in ("rest_api", "uvicorn") if importlib.util.find_spec(name) is None]

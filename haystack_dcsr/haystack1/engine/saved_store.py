@@ -9,7 +9,8 @@ without a word and answers wrongly. ``save_faiss_store`` therefore:
 - writes every file atomically (``atomic_files``): a failed save leaves the previous file whole;
 - copies a SQLite database into the set (SQLite's online backup, so the copy is consistent even
   while the store is open, in-memory databases included): the saved folder is self-contained and
-  loads from any working directory or machine; a server database (PostgreSQL) is referenced;
+  loads from any working directory or machine (a load works on a copy of it: ``working_copies``);
+  a server database (PostgreSQL) is referenced;
 - records a ``Fingerprint`` in the map (index size and bytes, SQL rows with vectors, a few vectors
   by id), which ``check_fingerprint`` compares with what a load opened.
 
@@ -32,12 +33,14 @@ from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
+from haystack_dcsr.haystack1.engine.working_copies import open_working_copy, release_with
 
 logger = logging.getLogger(__name__)
 
 _NOT_SAVED = ("faiss_index", "faiss_index_path", "faiss_config_path")  # the objects and paths of this load
 PathLike = Union[str, Path]
 TEMPORARY_CONFIG_PREFIX = "dcsr-store-"  # open_params' resolved configs, removed once read
+SQLITE_PREFIX = "sqlite:///"
 
 
 def config_path(index_path: PathLike) -> Path:
@@ -74,13 +77,14 @@ def save_faiss_store(
         if database is not None:
             database_path = index_path.with_suffix(".db")
             copy_sqlite(database, database_path)
-            config["sql_url"] = f"sqlite:///{database_path.name}"  # relative to the config file: see open_params
+            config["sql_url"] = f"{SQLITE_PREFIX}{database_path.name}"  # relative to the config file: see open_params
         else:
             config["sql_url"] = absolute_sql_url(config.get("sql_url", ""), Path.cwd())
     atomic_write_bytes(index_path, memoryview(data))
     atomic_write_text(config_path(index_path), json.dumps(config, default=str))
-    # the index and its config, hashed (the database copy is opened read-write by a load, so it is not)
-    write_checksums(index_path.parent, [index_path.name, config_path(index_path).name], checksum_listing(index_path))
+    saved_files = [index_path.name, config_path(index_path).name]
+    saved_files += [database_path.name] if database is not None else []  # a load works on a copy of it
+    write_checksums(index_path.parent, saved_files, checksum_listing(index_path))
     sentence_map.save(map_path(index_path), fingerprint)  # last: the map seals the set
     return index_path
 
@@ -104,20 +108,20 @@ def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:
 
 def absolute_sql_url(sql_url: str, base: Path) -> str:
     """A SQLite URL with a relative file made absolute against ``base``; other URLs as they are."""
-    prefix = "sqlite:///"
-    if not sql_url.startswith(prefix):
+    if not sql_url.startswith(SQLITE_PREFIX):
         return sql_url
-    location = sql_url[len(prefix) :]
+    location = sql_url[len(SQLITE_PREFIX) :]
     if not location or location == ":memory:" or location.startswith("/"):
         return sql_url
-    return prefix + str((base / location).resolve())
+    return SQLITE_PREFIX + str((base / location).resolve())
 
 
 def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, Any]:
     """``FAISSDocumentStore`` parameters that open a saved store from anywhere: the index path made
     absolute (against ``base``, e.g. the YAML's folder) and, when its config names a database by a
-    relative SQLite path (a copy saved beside it), a config with that path made absolute. Checks the
-    files first, so a missing or cut-short file is an error that says what to do, not FAISS's."""
+    relative SQLite path (a copy saved beside it), a config naming a working copy of that database
+    (``working_copies``: the store's writes never change the save). Checks the files first, so a
+    missing, cut-short or altered file is an error that says what to do, not FAISS's."""
     index_path = saved_file(index_path, base)
     config_file = saved_file(config_path(index_path), base)
     check_index_file(index_path)
@@ -126,7 +130,8 @@ def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, 
     resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
     if resolved == config.get("sql_url"):
         return {"faiss_index_path": str(index_path)}
-    config["sql_url"] = resolved
+    saved_database = saved_file(resolved[len(SQLITE_PREFIX) :], what="FAISS store's database")
+    config["sql_url"] = SQLITE_PREFIX + str(open_working_copy(saved_database))
     handle, name = tempfile.mkstemp(prefix=TEMPORARY_CONFIG_PREFIX, suffix=".json")
     with os.fdopen(handle, "w") as out:
         json.dump(config, out)
@@ -179,6 +184,14 @@ def load_faiss_store(index_path: PathLike):
 
     params = open_params(index_path)
     try:
-        return FAISSDocumentStore(**params)
+        return adopt_working_copy(FAISSDocumentStore(**params))
     finally:
         discard_temporary_config(params)
+
+
+def adopt_working_copy(document_store):
+    """Tie the working copy a loaded store opened (``open_params``) to the store's life; returns the store."""
+    bind = document_store.session.bind
+    if bind.dialect.name == "sqlite" and bind.url.database not in (None, "", ":memory:"):
+        release_with(document_store, Path(bind.url.database))  # (any other file is not a copy: left alone)
+    return document_store

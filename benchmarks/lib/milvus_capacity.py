@@ -1,0 +1,149 @@
+"""How far one Milvus standalone server goes towards a million passages on this machine.
+
+Passages stream into one ``MilvusDocumentStore`` (preset ``flat``, the benchmark's vectors: the real SQuAD
+paragraphs first, then ``cost_growth.py``'s distractors) on a fresh server on loopback, a chunk at a time through
+``write_documents``. After each chunk it records the passages and sentences written, the chunk's write rate, the
+server's RSS and the machine's available memory. It stops at ``--passages``, at ``--minutes``, or when the machine's
+available memory falls under ``--floor-gib`` (so the attempt never takes the machine down), then answers
+``--questions`` dev questions on what was written (p50 / p95, top-20 against the gold paragraph).
+
+    .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 40
+    # -> benchmarks/results/milvus_capacity.json
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks/studies", "tests")]
+
+import numpy as np  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "milvus_capacity.json"
+
+
+def available_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return round(int(line.split()[1]) / 2**20, 2)
+    return 0.0
+
+
+def folder_gib(folder: Path) -> float:
+    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
+
+
+def chunks(target: int):
+    """(sentence Documents with their vectors) for ``target`` passages: the real ones, then distractors."""
+    from ann_study import ModelIndex
+    from cost_growth import distractors, real_corpus
+
+    passages, questions, _ = real_corpus()
+    model = ModelIndex("MiniLM zero-shot", "all-MiniLM-L6-v2", passages, ROOT / "benchmarks" / "cache" / "ann")
+    sentences, vectors = list(model.sentences), model.vectors
+    yield questions, with_vectors(sentences, vectors)
+    counts = np.bincount(np.unique([s.meta["dcsr"]["passage_id"] for s in sentences], return_inverse=True)[1]).astype(
+        np.int64
+    )
+    for docs, vecs in distractors(max(0, target - len(passages)), counts, vectors):
+        yield None, with_vectors(docs, vecs)
+
+
+def with_vectors(sentences, vectors):
+    from haystack.schema import Document
+
+    return [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=1_000_000)
+    parser.add_argument("--minutes", type=float, default=40.0, help="stop writing after this long")
+    parser.add_argument("--floor-gib", type=float, default=3.0, help="stop when the machine has less available")
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+
+    from engines import rss_gib
+    from milvus_server import MilvusServer
+
+    from haystack_dcsr import DCSRRetriever
+    from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
+
+    started = time.perf_counter()
+    steps, stopped, questions = [], "reached the target", None
+    data = Path(tempfile.mkdtemp(prefix="dcsr-milvus-capacity-"))
+    server = MilvusServer(data).start()
+    try:
+        store = MilvusDocumentStore(uri=server.uri, index="capacity", index_preset="flat", progress_bar=False)
+        passages = sentences = 0
+        writing = time.perf_counter()
+        for found, docs in chunks(args.passages):
+            questions = questions or found
+            chunk_started = time.perf_counter()
+            store.write_documents(docs)
+            seconds = time.perf_counter() - chunk_started
+            passages += len({d.meta["dcsr"]["passage_id"] for d in docs})
+            sentences += len(docs)
+            steps.append(
+                {
+                    "passages": passages,
+                    "sentences": sentences,
+                    "chunk_passages_per_s": round(len({d.meta["dcsr"]["passage_id"] for d in docs}) / seconds),
+                    "elapsed_s": round(time.perf_counter() - writing),
+                    "server_rss_gib": rss_gib(server.server_pid()),
+                    "available_gib": available_gib(),
+                }
+            )
+            print(steps[-1], flush=True)
+            if steps[-1]["available_gib"] < args.floor_gib:
+                stopped = f"the machine's available memory fell under {args.floor_gib} GiB"
+                break
+            if time.perf_counter() - writing > 60 * args.minutes:
+                stopped = f"the {args.minutes:g}-minute limit"
+                break
+        retriever = DCSRRetriever(
+            document_store=store, query_model="all-MiniLM-L6-v2", top_n_sentences=3000, top_k=20, progress_bar=False
+        )
+        retriever.retrieve(questions[0][0])
+        latencies, found_gold = [], []
+        for question, _, gold in questions[: args.questions]:
+            began = time.perf_counter()
+            ranked = [d.id for d in retriever.retrieve(question)]
+            latencies.append(time.perf_counter() - began)
+            found_gold.append(gold in ranked)
+        queries = {
+            "questions": len(latencies),
+            "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 1),
+            "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
+            "top20": round(100 * float(np.mean(found_gold)), 1),
+            "server_rss_gib": rss_gib(server.server_pid()),
+        }
+        print(queries, flush=True)
+    finally:
+        server.stop()
+        data_gib = folder_gib(data)
+        shutil.rmtree(data, ignore_errors=True)
+    report = {
+        "command": f"python benchmarks/scale.py milvus-capacity --passages {args.passages} --minutes {args.minutes:g}",
+        "wall_s": round(time.perf_counter() - started),
+        "stopped": stopped,
+        "server_data_gib": data_gib,
+        "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "queries": queries,
+        "steps": steps,
+    }
+    args.out.write_text(json.dumps(report, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k != "steps"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
