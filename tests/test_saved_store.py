@@ -423,3 +423,13 @@ def test_a_superseded_generation_stays_while_a_live_process_works_on_it(saved, t
     saver, saver_out = forked(saving(1), tmp_path)
     assert saver_out.read().strip() == "SAVED" and exit_code(saver) == 0
     assert first not in _generations(path) and len(_generations(path)) == 2  # the newest two
+
+
+def test_a_loaded_store_is_not_saved_naming_its_working_copy(saved, tmp_path):
+    """``copy_database=False`` references the store's database instead of copying it; for a loaded save that is
+    the working copy, which goes with the store: refused, and nothing is written."""
+    path, _ = saved
+    store = load_pipeline(path, pipeline_name="query").get_node("Retriever").document_store
+    with pytest.raises(ValueError, match="working copy this store was loaded with"):
+        save_faiss_store(store, tmp_path / "again" / "index.faiss", copy_database=False)
+    assert not list((tmp_path / "again").glob("*"))

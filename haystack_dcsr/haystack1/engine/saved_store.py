@@ -33,7 +33,7 @@ from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
-from haystack_dcsr.haystack1.engine.working_copies import open_working_copy, release_with
+from haystack_dcsr.haystack1.engine.working_copies import is_working_copy, open_working_copy, release_with
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,12 @@ def save_faiss_store(
             config["sql_url"] = f"{SQLITE_PREFIX}{database_path.name}"  # relative to the config file: see open_params
         else:
             config["sql_url"] = absolute_sql_url(config.get("sql_url", ""), Path.cwd())
+            if is_working_copy(config["sql_url"]):
+                raise ValueError(
+                    f"copy_database=False would make the save name {config['sql_url']}, the working copy this "
+                    "store was loaded with, which goes when the store does: save with copy_database=True. "
+                    "Nothing was written."
+                )
     atomic_write_bytes(index_path, memoryview(data))
     atomic_write_text(config_path(index_path), json.dumps(config, default=str))
     saved_files = [index_path.name, config_path(index_path).name]

@@ -67,6 +67,12 @@ def release(copy: Path) -> None:
         owner.close()
 
 
+def is_working_copy(location: str) -> bool:
+    """Whether a database file (or a ``sqlite:///`` URL naming one) is a load's working copy."""
+    name = Path(location.split("sqlite:///", 1)[-1]).name
+    return WORKING_MARK in name and name.endswith(".db")
+
+
 def copies_in_use(folder: Path) -> List[Path]:
     """The working copies in ``folder`` whose owner (this process or another) is alive."""
     return [copy for copy in _copies(folder) if not _owner_gone(copy)]
