@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.core.cross_encoder import CrossEncoder, rank_passages, rerank
+from haystack_dcsr.core.cross_encoder import CrossEncoder, order_by_cross_encoder, rerank
 from haystack_dcsr.core.int8 import Quantize
 
 
@@ -131,7 +131,7 @@ def rerank_rankings(
     for question, row, head in zip(questions, ranked, heads):
         logits = scores(question, [pid for pid, _ in head])
         if blend:  # the rankers' own blend (CrossEncoderRanker, DCSRCrossEncoderRanker) at weight 0.5
-            blended = dict(rank_passages(logits, [score for _, score in head], first_stage_weight=0.5))
+            blended = dict(order_by_cross_encoder(logits, [score for _, score in head], first_stage_weight=0.5))
             logits = [blended[i] for i in range(len(head))]
         out.append(rerank(list(map(tuple, row)), logits, top_n))
     return out

@@ -94,7 +94,7 @@ DEFAULT_FIRST_STAGE_WEIGHT = 0.0  # both rankers: the cross-encoder alone unless
 DEFAULT_TOP_K = 10  # both rankers, as Haystack's
 
 
-def rank_passages(
+def order_by_cross_encoder(
     logits: Sequence[float],
     incoming: Optional[Sequence[Optional[float]]] = None,
     first_stage_weight: float = 0.0,

@@ -11,7 +11,12 @@ from typing import List, Optional, Union
 from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
-from haystack_dcsr.core.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
+from haystack_dcsr.core.cross_encoder import (
+    DEFAULT_FIRST_STAGE_WEIGHT,
+    DEFAULT_TOP_K,
+    CrossEncoder,
+    order_by_cross_encoder,
+)
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.parameters import check_parameters, first_device
 
@@ -66,7 +71,9 @@ class CrossEncoderRanker(BaseRanker):
         if not documents:
             return []
         logits = self.scorer.score_pairs([(query, doc.content) for doc in documents], self.progress_bar)
-        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score)
+        ranked = order_by_cross_encoder(
+            logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score
+        )
         out = []
         for i, score in ranked[: top_k or self.top_k or len(ranked)]:
             doc = copy.copy(documents[i])  # the caller's documents keep their retriever scores

@@ -9,7 +9,12 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.core.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K, CrossEncoder, rank_passages
+from haystack_dcsr.core.cross_encoder import (
+    DEFAULT_FIRST_STAGE_WEIGHT,
+    DEFAULT_TOP_K,
+    CrossEncoder,
+    order_by_cross_encoder,
+)
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
 
@@ -70,7 +75,9 @@ class DCSRCrossEncoderRanker:
             return {"documents": []}
         self.warm_up()
         logits = self._scorer.score_pairs([(query, doc.content or "") for doc in documents], self.progress_bar)
-        ranked = rank_passages(logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score)
+        ranked = order_by_cross_encoder(
+            logits, [doc.score for doc in documents], self.first_stage_weight, self.scale_score
+        )
         keep = ranked[: top_k or self.top_k or len(ranked)]
         return {"documents": [dataclasses.replace(documents[i], score=s) for i, s in keep]}
 
