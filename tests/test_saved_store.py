@@ -433,3 +433,24 @@ def test_a_loaded_store_is_not_saved_naming_its_working_copy(saved, tmp_path):
     with pytest.raises(ValueError, match="working copy this store was loaded with"):
         save_faiss_store(store, tmp_path / "again" / "index.faiss", copy_database=False)
     assert not list((tmp_path / "again").glob("*"))
+
+
+def test_a_forked_child_releasing_what_it_inherited_leaves_the_parents_copy(saved, tmp_path):
+    """A forked child inherits the parent's table of working copies; when it releases them (its inherited store
+    collected, or its exit) the parent's copy stays, and the parent's store still answers."""
+    from haystack_dcsr.haystack1.engine import working_copies
+
+    path, expected = saved
+    pipeline = load_pipeline(path, pipeline_name="query")
+    copy = Path(pipeline.get_node("Retriever").document_store.session.bind.url.database)
+    assert copy in working_copies._OWNED
+
+    def release_everything(out):
+        for inherited in list(working_copies._OWNED):
+            working_copies.release(inherited)
+        print("RELEASED", file=out)
+
+    pid, out = forked(release_everything, tmp_path)
+    assert out.read().strip() == "RELEASED" and exit_code(pid) == 0
+    assert copy.exists()
+    assert answers(pipeline) == expected

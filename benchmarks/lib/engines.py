@@ -43,22 +43,36 @@ OUT = ROOT / "benchmarks" / "results" / "engines.json"
 WRITE_CHUNK = 10_000
 
 
-def corpus(size: int):
-    """The first ``size`` passages: the real ones, then distractors; sentence Documents with their vectors."""
+def corpus_chunks(size: int):
+    """The first ``size`` passages in chunks of (sentence Documents, their vectors): the real ones first, then
+    distractors; the real chunk comes with the dev questions, the others with None."""
     from ann_study import ModelIndex
     from cost_growth import distractors, real_corpus
 
     passages, questions, _ = real_corpus()
     model = ModelIndex("MiniLM zero-shot", "all-MiniLM-L6-v2", passages, ROOT / "benchmarks" / "cache" / "ann")
     sentences, vectors = list(model.sentences), model.vectors
+    yield questions, sentences, vectors
     if size > len(passages):
         counts = np.bincount(
             np.unique([s.meta["dcsr"]["passage_id"] for s in sentences], return_inverse=True)[1]
         ).astype(np.int64)
-        extra = [(docs, vecs) for docs, vecs in distractors(size - len(passages), counts, vectors)]
-        sentences += [d for docs, _ in extra for d in docs]
-        vectors = np.concatenate([vectors] + [v for _, v in extra])
-    return sentences, vectors, questions
+        for docs, vecs in distractors(size - len(passages), counts, vectors):
+            yield None, docs, vecs
+
+
+def corpus(size: int):
+    """The first ``size`` passages (``corpus_chunks``) at once: sentence Documents, their vectors, the questions."""
+    chunks = list(corpus_chunks(size))
+    sentences = [d for _, docs, _ in chunks for d in docs]
+    return sentences, np.concatenate([vecs for _, _, vecs in chunks]), chunks[0][0]
+
+
+def with_vectors(sentences, vectors):
+    """Sentence Documents that carry their vectors, as every engine is given them."""
+    from haystack.schema import Document
+
+    return [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
 
 
 def rss_gib(pid: int) -> float:
@@ -70,14 +84,13 @@ def rss_gib(pid: int) -> float:
 
 def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) -> dict:
     """One engine: write, then query ``n_questions`` questions; returns the row (run in a child process)."""
-    from haystack.schema import Document
 
     from haystack_dcsr import DCSRRetriever
 
     setting = ENGINES[name]
     sentences, vectors, questions = corpus(size)
     questions = questions[:n_questions]
-    docs = [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
+    docs = with_vectors(sentences, vectors)
     passages = len({d.meta["dcsr"]["passage_id"] for d in docs})
     if setting["kind"] == "faiss":
         from haystack.document_stores import FAISSDocumentStore

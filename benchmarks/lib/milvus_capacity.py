@@ -41,28 +41,6 @@ def folder_gib(folder: Path) -> float:
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
 
 
-def chunks(target: int):
-    """(sentence Documents with their vectors) for ``target`` passages: the real ones, then distractors."""
-    from ann_study import ModelIndex
-    from cost_growth import distractors, real_corpus
-
-    passages, questions, _ = real_corpus()
-    model = ModelIndex("MiniLM zero-shot", "all-MiniLM-L6-v2", passages, ROOT / "benchmarks" / "cache" / "ann")
-    sentences, vectors = list(model.sentences), model.vectors
-    yield questions, with_vectors(sentences, vectors)
-    counts = np.bincount(np.unique([s.meta["dcsr"]["passage_id"] for s in sentences], return_inverse=True)[1]).astype(
-        np.int64
-    )
-    for docs, vecs in distractors(max(0, target - len(passages)), counts, vectors):
-        yield None, with_vectors(docs, vecs)
-
-
-def with_vectors(sentences, vectors):
-    from haystack.schema import Document
-
-    return [Document(content=d.content, id=d.id, meta=d.meta, embedding=v) for d, v in zip(sentences, vectors)]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
@@ -72,7 +50,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
-    from engines import rss_gib
+    from engines import corpus_chunks, rss_gib, with_vectors
     from milvus_server import MilvusServer
 
     from haystack_dcsr import DCSRRetriever
@@ -86,18 +64,20 @@ def main() -> None:
         store = MilvusDocumentStore(uri=server.uri, index="capacity", index_preset="flat", progress_bar=False)
         passages = sentences = 0
         writing = time.perf_counter()
-        for found, docs in chunks(args.passages):
+        for found, chunk, vectors in corpus_chunks(args.passages):
             questions = questions or found
+            docs = with_vectors(chunk, vectors)
             chunk_started = time.perf_counter()
             store.write_documents(docs)
             seconds = time.perf_counter() - chunk_started
-            passages += len({d.meta["dcsr"]["passage_id"] for d in docs})
+            written = len({d.meta["dcsr"]["passage_id"] for d in docs})
+            passages += written
             sentences += len(docs)
             steps.append(
                 {
                     "passages": passages,
                     "sentences": sentences,
-                    "chunk_passages_per_s": round(len({d.meta["dcsr"]["passage_id"] for d in docs}) / seconds),
+                    "chunk_passages_per_s": round(written / seconds),
                     "elapsed_s": round(time.perf_counter() - writing),
                     "server_rss_gib": rss_gib(server.server_pid()),
                     "available_gib": available_gib(),

@@ -23,12 +23,12 @@ import threading
 import uuid
 import weakref
 from pathlib import Path
-from typing import IO, Dict, List
+from typing import IO, Dict, List, Tuple
 
 WORKING_MARK = ".working-"
 OWNER_SUFFIX = ".owner"
 _SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
-_OWNED: Dict[Path, IO] = {}  # this process's working copies -> their held owner lock
+_OWNED: Dict[Path, Tuple[int, IO]] = {}  # working copies -> (the pid that made it, its held owner lock)
 _LOCK = threading.Lock()
 
 
@@ -48,7 +48,7 @@ def open_working_copy(saved: Path) -> Path:
         _remove_copy(copy)
         raise
     with _LOCK:
-        _OWNED[copy] = owner
+        _OWNED[copy] = (os.getpid(), owner)
     return copy
 
 
@@ -59,17 +59,19 @@ def release_with(store, copy: Path) -> None:
 
 
 def release(copy: Path) -> None:
-    """Remove this process's working copy ``copy`` and give up its ownership (nothing if it is not one)."""
+    """Remove this process's working copy ``copy`` and give up its ownership (nothing if it is not one: a
+    forked child that inherited the table leaves its parent's copies alone)."""
     with _LOCK:
-        owner = _OWNED.pop(Path(copy), None)
+        pid, owner = _OWNED.pop(Path(copy), (None, None))
     if owner is not None:
-        _remove_copy(Path(copy))
+        if pid == os.getpid():
+            _remove_copy(Path(copy))
         owner.close()
 
 
 def is_working_copy(location: str) -> bool:
     """Whether a database file (or a ``sqlite:///`` URL naming one) is a load's working copy."""
-    name = Path(location.split("sqlite:///", 1)[-1]).name
+    name = Path(location).name
     return WORKING_MARK in name and name.endswith(".db")
 
 
@@ -118,10 +120,6 @@ def _remove_copy(copy: Path) -> None:
 
 @atexit.register
 def _remove_owned_copies() -> None:
-    """At exit, this process's copies go (a forked child that inherited the table leaves its parent's alone)."""
-    with _LOCK:
-        owned = [(copy, owner) for copy, owner in _OWNED.items() if f"{WORKING_MARK}{os.getpid()}-" in copy.name]
-        _OWNED.clear()
-    for copy, owner in owned:
-        _remove_copy(copy)
-        owner.close()
+    """At exit, this process's copies go."""
+    for copy in list(_OWNED):
+        release(copy)
