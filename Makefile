@@ -65,9 +65,9 @@ docs: setup
 # then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both.
 # TEST_WORKERS pytest processes share each suite (pytest-xdist; a module's tests stay in one process, so a
 # module-scoped fixture is built once), each on cores / TEST_WORKERS threads (tests/worker_threads.py);
-# TEST_WORKERS=0 runs in one process. --durations names the slowest.
+# TEST_WORKERS=0 runs in one process. -rs names every skipped test and why; --durations names the slowest.
 TEST_WORKERS ?= 2
-PYTEST_ARGS = -q --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
+PYTEST_ARGS = -q -rs --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
 test: setup setup2 system-packages
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/mkdocs build --strict

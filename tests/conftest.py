@@ -21,6 +21,15 @@ from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: E402, F
 from tiny_models import MINILM, make_tiny_bert  # noqa: E402, F401  (tests import MINILM from here)
 
 
+@pytest.fixture
+def int8_on_any_cpu(monkeypatch):
+    """int8 served even on a CPU where it does not pay (where ``quantize="int8"`` falls back to fp32): for
+    the tests of the int8 path itself, which must pass on every CPU."""
+    from haystack_dcsr.core.int8 import FORCE_INT8
+
+    monkeypatch.setenv(FORCE_INT8, "1")
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
     """Marker pooling, 64-token windows: small enough that a few sentences already need windowing."""

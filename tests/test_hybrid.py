@@ -127,7 +127,9 @@ def test_the_yaml_hybrid_pipeline_loads_indexes_and_answers(tmp_path, tiny_bert,
     assert isinstance(pipeline.get_node("Hybrid"), HybridJoin)
 
 
-def test_the_yaml_bm25_rerank_pipeline_blends_the_cross_encoder_with_bm25(tmp_path, corpus, monkeypatch):
+def test_the_yaml_bm25_rerank_pipeline_blends_the_cross_encoder_with_bm25(
+    tmp_path, corpus, monkeypatch, int8_on_any_cpu
+):
     from tiny_models import make_tiny_cross_encoder
 
     from haystack_dcsr.core.cross_encoder import CrossEncoder

@@ -2,6 +2,7 @@
 layer is converted and the fp32 model kept, the compiled scorer scores as fp32 does, and bad settings
 are refused before anything is scored."""
 
+import json
 import os
 import platform
 import shutil
@@ -54,7 +55,7 @@ def test_every_linear_layer_is_converted_and_the_fp32_model_kept(model_dir):
 
 
 @pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")), reason="torch.compile needs a C++ compiler")
-def test_the_compiled_int8_scorer_scores_as_fp32_does_from_concurrent_first_calls(model_dir):
+def test_the_compiled_int8_scorer_scores_as_fp32_does_from_concurrent_first_calls(model_dir, int8_on_any_cpu):
     pairs = [(QUESTION, t) for t in TEXTS] * 3  # 12 pairs: batches of 5, 5 and 2 of different lengths
     reference = CrossEncoder(model_dir, device="cpu").score_pairs(pairs)
     int8 = CrossEncoder(model_dir, quantize="int8", batch_size=5)  # no device: int8's is the CPU
@@ -67,7 +68,7 @@ def test_the_compiled_int8_scorer_scores_as_fp32_does_from_concurrent_first_call
         assert np.argsort(-got[:4]).tolist() == np.argsort(-reference[:4]).tolist()
 
 
-def test_bad_settings_are_refused_before_scoring(model_dir, monkeypatch):
+def test_bad_settings_are_refused_before_scoring(model_dir, monkeypatch, int8_on_any_cpu):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8))
     with pytest.raises(ValueError, match="quantize must be None or one of \\('int8',\\), got 'int4'"):
         quantized(model, "int4", torch.device("cpu"))
@@ -79,7 +80,7 @@ def test_bad_settings_are_refused_before_scoring(model_dir, monkeypatch):
         quantized(model, "int8", torch.device("cpu"))
 
 
-def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_dir, caplog):
+def test_the_1x_ranker_serves_int8_on_the_cpu_and_refuses_unknown_modes(model_dir, caplog, int8_on_any_cpu):
     import logging
     import time
 
@@ -115,30 +116,62 @@ def test_instruction_sets_record_the_caps_a_run_was_given(monkeypatch):
     assert recorded["pytorch_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
-SATURATION_CHECK = """
-import torch
-from haystack_dcsr.core.int8 import Int8Linear, int8_matmul_saturates
+EXACTNESS_CHECK = """
+import json, torch
+from haystack_dcsr.core import int8
+levels = int8.weight_levels_for_this_cpu()
 torch.manual_seed(0)
-layer = Int8Linear(torch.nn.Linear(256, 64), weight_levels=63)
-x = torch.randn(8, 256) * 3
-q = torch.round(x / (x.abs().amax(dim=1, keepdim=True) / 127)).to(torch.int8)
-q[0] = 127  # the worst case: every input at the top of its range
-exact = torch.equal(torch._int_mm(q, layer.weight_t), q.int() @ layer.weight_t.int())
-print(int8_matmul_saturates(), exact, int(layer.weight_t.abs().max()))
+weights = torch.randint(-levels, levels + 1, (256, 64), dtype=torch.int8)
+weights[:, 0], weights[:, 1] = levels, -levels  # the worst cases: every weight at the top of its range
+inputs = torch.randint(-128, 128, (8, 256), dtype=torch.int8)
+inputs[0], inputs[1] = 127, -128  # and every input
+exact = torch.equal(torch._int_mm(inputs, weights), inputs.int() @ weights.int())
+print(json.dumps({
+    "saturates": int8.int8_matmul_saturates(), "dot_products": int8.has_int8_dot_products(),
+    "levels": levels, "exact": exact, "slowdown": int8.int8_slowdown_reason(),
+}))
 """
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="oneDNN's ISA cap is an x86 setting")
-def test_without_vnni_the_matmul_saturates_and_7_bit_weights_keep_it_exact():
-    # oneDNN capped to AVX2 stands in for a CPU without VNNI: its int8 pairs sum in 16 bits
-    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    done = subprocess.run([sys.executable, "-c", SATURATION_CHECK], env=env, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "True", "63"]
+@pytest.mark.parametrize("cap", [None, "AVX2", "AVX512_CORE"])
+def test_on_any_cpu_the_weights_chosen_keep_the_int8_matmul_exact_and_int8_runs_only_where_it_pays(cap):
+    """A property of every CPU, whatever its oneDNN does: the weight range chosen for this process's
+    matmul keeps even the worst case exact, and int8 is served only with dot-product instructions and a
+    matmul that does not saturate. oneDNN's ISA cap stands in for CPUs without VNNI (on x86 only: the cap
+    is an x86 setting; elsewhere it is ignored and the property still holds)."""
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
+    if cap is not None:
+        env["ONEDNN_MAX_CPU_ISA"] = cap
+    done = subprocess.run([sys.executable, "-c", EXACTNESS_CHECK], env=env, capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["exact"], found
+    assert found["levels"] == (63 if found["saturates"] else 127), found
+    assert (found["slowdown"] is None) == (found["dot_products"] and not found["saturates"]), found
+    if cap is not None and platform.machine() in ("x86_64", "AMD64"):
+        assert not found["dot_products"] and found["slowdown"] is not None, found  # the cap leaves VNNI out
+
+
+def test_where_int8_does_not_pay_fp32_is_served_with_a_warning_saying_why(model_dir, monkeypatch, caplog):
+    monkeypatch.delenv(int8.FORCE_INT8, raising=False)
+    monkeypatch.setattr(int8, "int8_slowdown_reason", lambda: "this CPU has no int8 dot-product instructions")
+    with caplog.at_level("WARNING", logger="haystack_dcsr.core.int8"):
+        scorer = CrossEncoder(model_dir, quantize="int8")
+    assert "quantize='int8' ignored, serving fp32: this CPU has no int8 dot-product instructions" in caplog.text
+    assert f"{int8.FORCE_INT8}=1" in caplog.text
+    assert scorer.quantize is None and scorer.device.type == "cpu"
+    assert not any(isinstance(m, Int8Linear) for m in scorer.model.modules())
+    reference = CrossEncoder(model_dir, device="cpu").score_pairs([(QUESTION, t) for t in TEXTS])
+    assert np.allclose(scorer.score_pairs([(QUESTION, t) for t in TEXTS]), reference, atol=1e-6)
+    with pytest.raises(ValueError, match="quantize='int8' is for CPU inference; on cuda"):
+        CrossEncoder(model_dir, device="cuda", quantize="int8")  # a GPU is still refused, not quietly served fp32
+    monkeypatch.setenv(int8.FORCE_INT8, "1")  # forced: int8 all the same
+    assert int8.quantized(torch.nn.Sequential(torch.nn.Linear(8, 8)), "int8", torch.device("cpu")) is not None
 
 
 @pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")), reason="quantized() needs a C++ compiler")
-def test_a_saturating_cpu_gets_7_bit_weights(model_dir, monkeypatch, caplog):
+def test_a_saturating_cpu_forced_to_int8_gets_7_bit_weights(model_dir, monkeypatch, caplog):
     monkeypatch.setattr(int8, "int8_matmul_saturates", lambda: True)
+    monkeypatch.setenv(int8.FORCE_INT8, "1")
     fp32 = CrossEncoder(model_dir, device="cpu").model
     with caplog.at_level("WARNING"):
         served = int8.quantized(fp32, "int8", torch.device("cpu"))

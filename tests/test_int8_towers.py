@@ -31,7 +31,9 @@ def bert(tmp_path_factory):
 
 
 @needs_compiler
-def test_int8_towers_encode_as_fp32_does_and_keep_the_fp32_model_for_training_and_saving(bert, tmp_path):
+def test_int8_towers_encode_as_fp32_does_and_keep_the_fp32_model_for_training_and_saving(
+    bert, tmp_path, int8_on_any_cpu
+):
     fp32, int8 = PassageTower(bert, device="cpu"), PassageTower(bert, quantize="int8")  # no device: int8's is the CPU
     assert int8.device.type == "cpu"
     assert any(isinstance(m, Int8Linear) for m in int8.inference_model.modules())
@@ -51,7 +53,7 @@ def test_int8_towers_encode_as_fp32_does_and_keep_the_fp32_model_for_training_an
 
 
 @needs_compiler
-def test_an_int8_retriever_indexes_and_answers_as_the_fp32_one(bert, tmp_path, corpus):
+def test_an_int8_retriever_indexes_and_answers_as_the_fp32_one(bert, tmp_path, corpus, int8_on_any_cpu):
     answers = {}
     for mode in (None, "int8"):
         store = make_store("faiss-flat", tmp_path, name=str(mode))

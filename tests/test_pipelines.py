@@ -45,7 +45,7 @@ def test_the_right_passage_is_ranked_first_for_each_question(minilm_index):
     assert all(docs[0].score > docs[1].score for docs in results)
 
 
-def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert):
+def test_yaml_pipelines_index_and_answer(tmp_path, monkeypatch, tiny_bert, int8_on_any_cpu):
     monkeypatch.setenv("DOCUMENTSTORE_PARAMS_SQL_URL", f"sqlite:///{tmp_path}/yaml.db")
     indexing = Pipeline.load_from_yaml(PIPELINES / "indexing.haystack-pipeline.yml", pipeline_name="indexing")
     files = sorted(DEMO.glob("*.txt"))

@@ -225,10 +225,12 @@ def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store,
         blended.run(query=question, documents=[Document(content="no score")])
 
 
-def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
+def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path, monkeypatch):
     from tiny_models import make_tiny_cross_encoder
 
-    from haystack_dcsr.core.int8 import Int8Linear
+    from haystack_dcsr.core.int8 import FORCE_INT8, Int8Linear
+
+    monkeypatch.setenv(FORCE_INT8, "1")  # the int8 path itself, on any CPU (where it does not pay it serves fp32)
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
 
     model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
@@ -244,9 +246,10 @@ def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path):
         DCSRCrossEncoderRanker(model=model, quantize="int8", device="cuda")
 
 
-def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, passages):
-    from haystack_dcsr.core.int8 import Int8Linear
+def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, passages, monkeypatch):
+    from haystack_dcsr.core.int8 import FORCE_INT8, Int8Linear
 
+    monkeypatch.setenv(FORCE_INT8, "1")  # the int8 path itself, on any CPU (where it does not pay it serves fp32)
     pipeline = Pipeline.loads(indexing(InMemoryDocumentStore(), quantize="int8").dumps())  # serialised and back
     assert pipeline.get_component("embed").quantize == "int8"
     pipeline.run({"split": {"documents": passages}})

@@ -51,10 +51,11 @@ class CrossEncoder:
             raise ValueError(
                 f"{model}: a cross-encoder needs one output label, this model has {self.model.config.num_labels}"
             )
-        self.quantize = quantize
         self.device = pick_device(default_device(device, quantize))
         self.model.eval()
-        self.model = self.model.to(self.device) if quantize is None else quantized(self.model, quantize, self.device)
+        int8_model = None if quantize is None else quantized(self.model, quantize, self.device)
+        self.quantize = quantize if int8_model is not None else None  # None where int8 does not pay here
+        self.model = self.model.to(self.device) if int8_model is None else int8_model
         positions = self.model.config.max_position_embeddings
         self.max_length = min(max_length or self.tokenizer.model_max_length, positions)
         self.batch_size = batch_size

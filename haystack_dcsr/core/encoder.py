@@ -71,7 +71,7 @@ class Tower:
         self.device = pick_device(default_device(device, quantize), use_gpu)
         self.dtype = pick_dtype(self.device, precision)
         self.model.eval()  # before copying: the int8 copy must not carry dropout
-        # quantized() refuses a GPU before the model is moved there
+        # quantized() refuses a GPU before the model is moved there; None where int8 does not pay on this CPU
         self._quantized = None if quantize is None else quantized(self.model, quantize, self.device)
         self.model.to(self.device)
         cls_id = self.tokenizer.cls_token_id if self.tokenizer.cls_token_id is not None else self.tokenizer.bos_token_id

@@ -8,10 +8,13 @@ a few levels and rankings change. One scale per token keeps them. Run eagerly, t
 Inductor), they fuse around it. The measurements: ``docs/benchmarks/scale.md``; how to use it:
 ``docs/guides/int8.md``.
 
-Without VNNI (AVX2, or AVX512 before Cascade Lake) oneDNN multiplies int8 pairs into 16-bit sums
-(``vpmaddubsw``, the input shifted to unsigned), so two products of 255 x 127 overflow and the matmul
-silently saturates. ``int8_matmul_saturates`` checks this process's matmul on that worst case once, and
-``quantized`` then keeps weights to 7 bits (|w| <= 63), where no sum can overflow.
+Int8 pays only where the CPU has int8 dot-product instructions (VNNI on x86, ``sdot`` on Arm). Without
+them oneDNN either multiplies int8 pairs into 16-bit sums (``vpmaddubsw``, the input shifted to unsigned: two
+products of 255 x 127 overflow and the matmul silently saturates) or takes a slower exact path; either way
+int8 is slower than fp32 there, by several times. ``int8_slowdown_reason`` says why int8 would not pay on
+this CPU, and ``quantized`` then serves fp32 with a warning naming it. ``weight_levels_for_this_cpu`` keeps the int8
+matmul exact on any CPU (7-bit weights where this process's matmul saturates) for those who force int8
+anyway (``FORCE_INT8``).
 """
 
 import copy
@@ -31,15 +34,22 @@ QUANTIZE_MODES = get_args(Quantize)
 # environment caps on the instructions kernels may use: the int8 matmul's (oneDNN), the fp32 matmul's
 # (MKL), and the rest of PyTorch's and the code Inductor generates
 ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+# set to 1 to run int8 even where it does not pay (to measure it there): weights stay exact (weight_levels)
+FORCE_INT8 = "HAYSTACK_DCSR_FORCE_INT8"
+# oneDNN ISA caps that leave out every int8 dot-product instruction (oneDNN's names)
+CAPS_WITHOUT_DOT_PRODUCTS = {"SSE41", "AVX", "AVX2", "AVX512_CORE", "AVX512_MIC", "AVX512_MIC_4OPS"}
+# /proc/cpuinfo flags of int8 dot-product instructions: x86's VNNI (AVX512, AVX and AMX forms), Arm's sdot
+DOT_PRODUCT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"}
 
 
 class Int8Linear(torch.nn.Module):
     """``linear`` with int8 weights (one scale per output channel) and per-token int8 inputs, through
-    ``torch._int_mm`` (int8 x int8 -> int32; VNNI instructions where the CPU has them). ``weight_levels``
-    63 (7 bits) keeps a CPU without VNNI from saturating (``int8_matmul_saturates``)."""
+    ``torch._int_mm`` (int8 x int8 -> int32; VNNI instructions where the CPU has them). ``weight_levels``: the
+    largest weight; by default the one that keeps this process's matmul exact (``weight_levels_for_this_cpu``)."""
 
-    def __init__(self, linear: torch.nn.Linear, weight_levels: int = 127):
+    def __init__(self, linear: torch.nn.Linear, weight_levels: Optional[int] = None):
         super().__init__()
+        weight_levels = weight_levels_for_this_cpu() if weight_levels is None else weight_levels
         if not 1 <= weight_levels <= 127:
             raise ValueError(f"weight_levels must be in 1..127 (int8), got {weight_levels}")
         weight = linear.weight.detach().float()
@@ -74,9 +84,51 @@ def replace_linear_layers(
     return model
 
 
-def int8_linear_layers(model: torch.nn.Module, weight_levels: int = 127) -> torch.nn.Module:
+def int8_linear_layers(model: torch.nn.Module, weight_levels: Optional[int] = None) -> torch.nn.Module:
     """A copy of ``model`` with every ``nn.Linear`` an ``Int8Linear``."""
     return replace_linear_layers(model, lambda name, linear: Int8Linear(linear, weight_levels))
+
+
+def cpu_flags() -> set:
+    """The CPU's feature flags as Linux reports them (empty elsewhere)."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return set()
+    return {
+        flag
+        for line in text.splitlines()
+        if line.split(":")[0].strip() in ("flags", "Features")
+        for flag in line.split(":", 1)[1].split()
+    }
+
+
+def has_int8_dot_products() -> bool:
+    """Whether the int8 matmul may use int8 dot-product instructions here: the CPU has them (VNNI, AMX or
+    Arm's sdot) and no ``ONEDNN_MAX_CPU_ISA`` cap leaves them out."""
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or "").upper()
+    if cap in CAPS_WITHOUT_DOT_PRODUCTS:
+        return False
+    return bool(DOT_PRODUCT_FLAGS & cpu_flags()) or bool(getattr(torch.cpu, "_is_vnni_supported", lambda: False)())
+
+
+def int8_slowdown_reason() -> Optional[str]:
+    """Why int8 would be slower than fp32 on this CPU, or None where it pays (int8 dot products, a matmul
+    that does not saturate). Without them int8 indexed 13-15x slower than fp32 and answered a query 3.6-5.6x
+    slower on an AVX2-only AMD EPYC (``docs/guides/int8.md``)."""
+    if int8_matmul_saturates():
+        return "this CPU's int8 matmul saturates: it has no int8 dot-product instructions (VNNI)"
+    if not has_int8_dot_products():
+        cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
+        where = f"ONEDNN_MAX_CPU_ISA={cap} leaves out" if cap else "this CPU has no"
+        return f"{where} int8 dot-product instructions (VNNI, AMX or Arm's sdot)"
+    return None
+
+
+def weight_levels_for_this_cpu() -> int:
+    """The largest int8 weight that keeps this process's int8 matmul exact: 127, or 63 (7 bits) where it
+    sums pairs of products in 16 bits, where 255 x 63 x 2 stays below 2^15."""
+    return 63 if int8_matmul_saturates() else 127
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,7 +144,12 @@ def instruction_sets() -> dict:
     with VNNI (int8 dot products in one instruction) stands in for one without; its clocks, caches and
     memory stay its own."""
     caps = {c: os.environ.get(c) for c in ISA_CAPS}
-    return {"pytorch_capability": torch.backends.cpu.get_cpu_capability(), **caps, "saturates": int8_matmul_saturates()}
+    return {
+        "pytorch_capability": torch.backends.cpu.get_cpu_capability(),
+        **caps,
+        "int8_dot_products": has_int8_dot_products(),
+        "saturates": int8_matmul_saturates(),
+    }
 
 
 class FiniteOutputs(torch.nn.Module):
@@ -145,21 +202,35 @@ def default_device(device: Optional[str], mode: Optional[Quantize]) -> Optional[
     return device or ("cpu" if mode is not None else None)
 
 
-def quantized(model: torch.nn.Module, mode: Quantize, device: torch.device) -> torch.nn.Module:
+def slowdown_warning(mode: Quantize) -> Optional[str]:
+    """The warning to give where ``mode`` would be slower than fp32 on this CPU, or None where it pays
+    (or ``FORCE_INT8=1`` asks for it anyway)."""
+    reason = int8_slowdown_reason()
+    if reason is None or os.environ.get(FORCE_INT8) == "1":
+        return None
+    return (
+        f"quantize={mode!r} ignored, serving fp32: {reason}, where int8 runs several times slower than fp32 "
+        f"(set {FORCE_INT8}=1 to run int8 anyway)"
+    )
+
+
+def quantized(model: torch.nn.Module, mode: Quantize, device: torch.device) -> Optional[torch.nn.Module]:
     """``model`` as ``mode`` asks, for inference on ``device``; the first call compiles (~2 min for a
-    BERT-base model on 2 cores; lengths vary without recompiling)."""
+    BERT-base model on 2 cores; lengths vary without recompiling). None, with a warning saying why, where
+    int8 would be slower than fp32 on this CPU: the caller serves ``model`` itself."""
     if mode not in QUANTIZE_MODES:
         raise ValueError(f"quantize must be None or one of {QUANTIZE_MODES}, got {mode!r}")
     if device.type != "cpu":
         raise ValueError(f"quantize={mode!r} is for CPU inference; on {device.type} score in fp32 or half precision")
+    warning = slowdown_warning(mode)
+    if warning is not None:
+        logger.warning(warning)
+        return None
     if not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")):
         raise RuntimeError(f"quantize={mode!r} compiles the model (torch.compile): it needs a C++ compiler, none found")
-    levels = 127
-    if int8_matmul_saturates():
-        levels = 63
+    levels = weight_levels_for_this_cpu()
+    if levels < 127:
         logger.warning(
-            "quantize=%r: this CPU's int8 matmul saturates (no VNNI): weights kept to 7 bits so it stays exact; "
-            "expect a smaller speed-up than on a CPU with VNNI",
-            mode,
+            "quantize=%r: this CPU's int8 matmul saturates (no VNNI): weights kept to 7 bits so it stays exact", mode
         )
     return FiniteOutputs(torch.compile(int8_linear_layers(model, levels), dynamic=True), mode)
