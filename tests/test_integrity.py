@@ -107,3 +107,37 @@ def test_the_saved_manifest_holds_every_required_setting(model_dir):
     state = json.loads((model_dir / "dcsr_model.json").read_text())
     assert set(REQUIRED_SETTINGS) <= set(state)
     assert set(REQUIRED_SETTINGS) | {"format_version"} == {f.name for f in dataclasses.fields(DCSRSettings)}
+
+
+@pytest.mark.parametrize("limit_at", [0.1, 0.9], ids=["rng-file", "state-file"])
+def test_a_full_disk_while_writing_a_checkpoint_leaves_none_under_its_name_and_says_so(checkpoints, tmp_path, limit_at):
+    """A file-size limit (EFBIG, as a full disk gives ENOSPC) in a child writing the next checkpoint: the child
+    reports the disk's error naming the file (not torch's "enforce fail ... unexpected pos"), nothing is left
+    under ``checkpoint-0000020`` or as a partial folder, and the run resumes from the checkpoint before."""
+    import resource
+    import signal
+
+    from forking import exit_code, forked
+
+    saved, weights = checkpoints
+    size = (saved.all()[-1] / "state.pt").stat().st_size
+    limit = 600_000 if limit_at > 0.5 else 1_000  # past the RNG files, inside the state; or inside the first file
+    assert limit < size
+
+    def save_on_a_full_disk(out):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        try:
+            saved.save(20, lambda: {"weights": weights * 2, "step": 20})
+        except OSError as error:
+            print("FAILED", type(error).__name__, error, file=out)
+
+    pid, out = forked(save_on_a_full_disk, tmp_path)
+    text = out.read()
+    assert exit_code(pid) == 0
+    assert "FAILED OSError" in text and "could not write the checkpoint file" in text and "File too large" in text
+    assert "enforce fail" not in text, text
+    names = sorted(p.name for p in saved.output.iterdir() if p.name.startswith(("checkpoint", ".checkpoint")))
+    assert names == ["checkpoint-0000010"], names
+    restored = {}
+    assert saved.load("cpu", restored.update).name == "checkpoint-0000010" and restored["step"] == 10

@@ -56,3 +56,20 @@ def test_query_encoder_save_writes_a_model_directory(tiny_bert, tmp_path):
     again = QueryEncoder(str(tmp_path / "saved"))
     assert again.settings == encoder.settings
     assert (again.encode(["who wrote it?"]) == encoder.encode(["who wrote it?"])).all()
+
+
+def test_old_constructor_names_of_the_configs_work_with_a_deprecation_warning(tmp_path):
+    """Code written for the old names (``TrainConfig(max_passage_len=...)``, ``EncoderConfig(temperature=...)``)
+    keeps working, as recipes and command lines with them do; both names at once is an error."""
+    from haystack_dcsr.core.models import EncoderConfig, legacy_temperature
+
+    with pytest.warns(DeprecationWarning, match="TrainConfig: max_passage_len is now called max_passage_length"):
+        config = TrainConfig(max_passage_len=128, max_query_len=32)
+    assert (config.max_passage_length, config.max_query_length) == (128, 32)
+    with pytest.raises(ValueError, match="give max_passage_length \\(max_passage_len is its old name\\), not both"):
+        TrainConfig(max_passage_len=128, max_passage_length=64)
+    with pytest.warns(DeprecationWarning, match="EncoderConfig: temperature is now a setting of the model directory"):
+        encoder = EncoderConfig(pooling="mean", normalize=True, temperature=0.1)
+    encoder.save(tmp_path)
+    assert legacy_temperature(str(tmp_path), normalize=True) == 0.1  # a tower outside a model directory reads it
+    assert encoder == EncoderConfig(pooling="mean", normalize=True)  # the config itself is unchanged

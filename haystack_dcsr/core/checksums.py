@@ -10,7 +10,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterable, Tuple, Union
 
 CHECKSUM_FILE = "checksums.sha256"
 _VERIFIED: Dict[Tuple[str, int, int], bool] = {}  # (file, size, mtime) already verified in this process
@@ -33,14 +33,12 @@ def write_checksums(
     folder: Union[str, Path],
     names: Iterable[str],
     listing: str = CHECKSUM_FILE,
-    held_in: Optional[Mapping[str, str]] = None,
 ) -> Path:
-    """``folder/listing`` over ``names`` (paths relative to ``folder``), written atomically. ``held_in`` maps a
-    name to the file that holds its bytes now (a temporary file renamed to that name after the listing)."""
+    """``folder/listing`` over ``names`` (paths relative to ``folder``), written atomically."""
     from haystack_dcsr.core.atomic_files import atomic_write_text
 
-    folder, held_in = Path(folder), held_in or {}
-    lines = [f"{sha256_of(folder / held_in.get(name, name))}  {Path(name).as_posix()}" for name in sorted(set(names))]
+    folder = Path(folder)
+    lines = [f"{sha256_of(folder / name)}  {Path(name).as_posix()}" for name in sorted(set(names))]
     return atomic_write_text(folder / listing, "\n".join(lines) + "\n")
 
 

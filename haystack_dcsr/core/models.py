@@ -9,6 +9,7 @@ import dataclasses
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Literal, Optional, Tuple, Union
 
@@ -51,8 +52,20 @@ class EncoderConfig:
     max_length: int = 512
     marker: str = MARKER
     level: Level = "sentence"
+    # the old name of the model directory's setting: accepted with a DeprecationWarning, saved where a tower
+    # outside a model directory reads it (``legacy_temperature``)
+    temperature: dataclasses.InitVar[Optional[float]] = None
 
-    def __post_init__(self):
+    def __post_init__(self, temperature: Optional[float] = None):
+        self._temperature = temperature
+        if temperature is not None:
+            warnings.warn(
+                "EncoderConfig: temperature is now a setting of the model directory (DCSRSettings.temperature, "
+                "dcsr_model.json); given here it is saved in this tower's dcsr_encoder.json, read for a tower "
+                "outside a model directory",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.level not in LEVELS:
@@ -61,7 +74,10 @@ class EncoderConfig:
             raise ValueError(f"max_length must be at least 8, got {self.max_length}")
 
     def save(self, directory: Union[str, Path]) -> None:
-        (Path(directory) / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=1))
+        saved = dataclasses.asdict(self)
+        if self._temperature is not None:
+            saved["temperature"] = self._temperature
+        (Path(directory) / CONFIG_NAME).write_text(json.dumps(saved, indent=1))
 
 
 def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = None) -> str:

@@ -6,13 +6,20 @@ with the same request and response shapes, so clients written for it keep workin
 - ``GET /initialized``, ``GET /hs_version``: health and version;
 - ``POST /query`` ``{"query": str, "params": {...}, "debug": bool}`` -> ``{"query", "answers", "documents"}``;
 - ``POST /documents/get_by_filters`` ``{"filters": {...}}`` -> the documents (without embeddings);
-- ``POST /documents/delete_by_filters`` ``{"filters": {...}}``: only with ``allow_writes``; whole passages go
-  (``DCSRRetriever.delete_passages``: a passage whose meta matches, every sentence of it) and the pipeline is saved
-  to its folder with ``save_pipeline`` (crash-safe) before the route answers, so a restart from that folder
-  serves exactly what was acknowledged, and a kill before that serves the state before the request.
+- ``POST /documents/delete_by_filters`` ``{"filters": {...}}``: only with ``allow_writes`` (else 403 saying so);
+  whole passages go (``DCSRRetriever.delete_passages``: a passage whose meta matches, every sentence of it) and the
+  pipeline is saved to its folder with ``save_pipeline`` (crash-safe) before the route answers, so a restart from
+  that folder serves exactly what was acknowledged, and a kill before that serves the state before the request.
 
-A bad request gets a 4xx whose ``errors`` name the field, node, parameter or filter at fault; a traceback never
-reaches the client (an unexpected failure is a 500 saying so, its traceback in the server's log).
+Every error is a JSON ``{"errors": [one line]}``; a traceback never reaches the client:
+
+- 400: the body is not JSON, or nests deeper than ``MAX_DEPTH``; 413: it is larger than ``max_body_bytes``;
+- 422: valid JSON that the pipeline cannot answer as written, naming the field, node, parameter or filter;
+- 403: a write route on a read-only server; 503 (with ``Retry-After``): the engine behind the store is unavailable
+  (its own message); 500: anything else, its traceback in the server's log.
+
+``/documents/get_by_filters`` evaluates filters as retrieval does (``filters.matcher``: numbers as numbers, a
+comparison of different kinds refused), reading the store's documents once.
 """
 
 import difflib
@@ -27,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 QUERY_FIELDS = ("query", "params", "debug")
 FILTER_FIELDS = ("filters",)
+MAX_BODY_BYTES = 1 << 20  # a query or a filter is a few kB; a larger body is refused before it is parsed
+MAX_DEPTH = 32  # the deepest JSON nesting a request may have (a filter of nested $and / $or included)
+RETRY_AFTER_S = 5  # what a 503 asks clients to wait before trying again
 
 
 class RequestError(ValueError):
@@ -109,10 +119,16 @@ def refuse_server_databases(pipeline) -> None:
                 )
 
 
-def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allow_writes: bool = False):
+def create_app(
+    path: Union[str, Path],
+    pipeline_name: Optional[str] = None,
+    allow_writes: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
+):
     """The FastAPI app serving the pipeline ``pipeline_name`` of the YAML at ``path`` (``load_pipeline``: a
-    folder written by ``save_pipeline`` loads from anywhere). ``allow_writes`` adds the delete route, which
-    saves the pipeline back to ``path`` after each deletion; it needs a pipeline ``save_pipeline`` can write."""
+    folder written by ``save_pipeline`` loads from anywhere). ``allow_writes`` opens the delete route, which
+    saves the pipeline back to ``path`` after each deletion; it needs a pipeline ``save_pipeline`` can write.
+    ``max_body_bytes``: larger request bodies are refused (413) before they are parsed."""
     import haystack
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -128,15 +144,25 @@ def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allo
     app = FastAPI(title="haystack-dcsr REST API", version=haystack.__version__)
 
     async def body_of(request: Request) -> Any:
-        raw = await request.body()
-        try:
-            return json.loads(raw or b"null")
-        except (ValueError, UnicodeDecodeError) as error:
-            raise RequestError(f"request body: not valid JSON ({error})", status=400) from None
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_body_bytes:
+            raise RequestError(f"request body: {declared} bytes, more than the {max_body_bytes} allowed", status=413)
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > max_body_bytes:
+                raise RequestError(f"request body: more than the {max_body_bytes} bytes allowed", status=413)
+        return parse_body(raw)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_, error: Exception):  # JSON like every other error; the traceback stays in the log
+        logger.error("request failed", exc_info=error)
+        return JSONResponse(status_code=500, content={"errors": [f"internal error ({type(error).__name__})"]})
 
     @app.exception_handler(RequestError)
     async def request_error(_, error: RequestError):
-        return JSONResponse(status_code=error.status, content={"errors": [str(error)]})
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if error.status == 503 else None
+        return JSONResponse(status_code=error.status, content={"errors": [str(error)]}, headers=headers)
 
     @app.get("/initialized")
     def initialized() -> bool:
@@ -161,23 +187,49 @@ def create_app(path: Union[str, Path], pipeline_name: Optional[str] = None, allo
     async def get_by_filters(request: Request):
         filters = _filters_of(check_body(await body_of(request), FILTER_FIELDS))
         store = _document_store(pipeline)
-        return await _in_thread(lambda: [_document(d) for d in _guarded(store.get_all_documents, filters=filters)])
+        return await _in_thread(lambda: _guarded(_documents_matching, store=store, filters=filters))
 
-    if allow_writes:
+    @app.post("/documents/delete_by_filters")
+    async def delete_by_filters(request: Request):
+        if not allow_writes:
+            raise RequestError(
+                "writes are disabled on this server: start it with --allow-writes to delete documents", status=403
+            )
+        filters = _filters_of(check_body(await body_of(request), FILTER_FIELDS, required=("filters",)))
 
-        @app.post("/documents/delete_by_filters")
-        async def delete_by_filters(request: Request):
-            filters = _filters_of(check_body(await body_of(request), FILTER_FIELDS, required=("filters",)))
+        def delete() -> bool:
+            with write_lock:  # one deletion and its save at a time; queries go on meanwhile
+                _guarded(_dcsr_retriever(pipeline).delete_passages, filters=filters)
+                save_pipeline(pipeline, path)
+            return True
 
-            def delete() -> bool:
-                with write_lock:  # one deletion and its save at a time; queries go on meanwhile
-                    _guarded(_dcsr_retriever(pipeline).delete_passages, filters=filters)
-                    save_pipeline(pipeline, path)
-                return True
-
-            return await _in_thread(delete)
+        return await _in_thread(delete)
 
     return app
+
+
+def parse_body(raw: bytes) -> Any:
+    """The JSON of a request body; a body that is not JSON, or nests deeper than ``MAX_DEPTH``, is a 400."""
+    try:
+        body = json.loads(raw or b"null")
+    except RecursionError:
+        raise RequestError(f"request body: nested deeper than {MAX_DEPTH} levels", status=400) from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RequestError(f"request body: not valid JSON ({error})", status=400) from None
+    if _depth(body) > MAX_DEPTH:
+        raise RequestError(f"request body: nested deeper than {MAX_DEPTH} levels", status=400)
+    return body
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects, without recursion (a hostile body may nest thousands deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _answer(pipeline, query: str, params: Dict[str, Any], debug: bool) -> Dict[str, Any]:
@@ -192,10 +244,20 @@ def _answer(pipeline, query: str, params: Dict[str, Any], debug: bool) -> Dict[s
     return response
 
 
+def _documents_matching(store, filters: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The store's documents whose meta passes ``filters``, evaluated as retrieval evaluates them (a SQL store
+    alone would compare numbers as JSON text, and answer a comparison of different kinds with nothing)."""
+    from haystack_dcsr.haystack1.filters import matcher
+
+    match = matcher(filters) if filters else (lambda meta: True)
+    documents = store.get_all_documents_generator(return_embedding=False)
+    return [_document(document) for document in documents if match(document.meta or {})]
+
+
 def _guarded(call, **kwargs):
-    """``call(**kwargs)``; an error that describes the request (a filter comparing kinds, a bad value) is a 400
-    naming it (and the node it stopped, from Haystack's wrapper), anything else a 500 whose traceback stays in
-    the log."""
+    """``call(**kwargs)``; an error that describes the request (a filter comparing kinds, a bad value) is a 422
+    naming it (and the node it stopped, from Haystack's wrapper); an engine that is down (a ``ConnectionError``:
+    Milvus, the SQL server) a 503 with its own message; anything else a 500 whose traceback stays in the log."""
     from haystack.errors import PipelineError
 
     try:
@@ -205,9 +267,13 @@ def _guarded(call, **kwargs):
         while type(cause) is Exception and cause.__cause__ is not None:  # Pipeline.run's "while running node"
             where = str(cause).split(":", 1)[0].replace("Exception while running ", "") + ": "
             cause = cause.__cause__
+        text = str(cause).strip()
+        line = where + (text.splitlines()[0] if text else type(cause).__name__)
+        if isinstance(cause, (ConnectionError, TimeoutError)):
+            logger.warning("engine unavailable: %s", line)
+            raise RequestError(line, status=503) from None
         if isinstance(cause, (ValueError, TypeError, KeyError, PipelineError)):
-            text = str(cause).strip()
-            raise RequestError(where + (text.splitlines()[0] if text else type(cause).__name__), status=400) from None
+            raise RequestError(line, status=422) from None
         logger.exception("request failed")
         raise RequestError(f"internal error ({type(cause).__name__}); see the server's log", status=500) from None
 
@@ -267,5 +333,7 @@ def _kind(value: Any) -> str:
 
 
 def _close(name: str, choices) -> str:
-    match = difflib.get_close_matches(name, list(choices), n=1)
+    """A suggestion for a misspelt name: only a near miss (``top_kk`` -> ``top_k``), never a guess at a name
+    that is merely absent (a ``Reader`` a pipeline does not have is not its ``headers``)."""
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.8)
     return f" (did you mean {match[0]!r}?)" if match else ""

@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="add POST /documents/delete_by_filters; each deletion is saved to the pipeline's folder (off by default)",
     )
     parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        help="refuse larger request bodies with 413 (default 1 MiB)",
+    )
+    parser.add_argument(
         "--haystack-rest-api", action="store_true", help=f"run Haystack 1.x's own rest_api instead ({INSTALL})"
     )
     return parser
@@ -59,7 +65,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         from haystack_dcsr.haystack1.rest_api import create_app
 
         try:
-            app = create_app(args.pipeline, args.query_pipeline, allow_writes=args.allow_writes)
+            limit = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
+            app = create_app(args.pipeline, args.query_pipeline, allow_writes=args.allow_writes, **limit)
         except (PipelineConfigError, ValueError, OSError) as error:  # a folder or a setting at fault: said in a line
             sys.exit(f"error: {error}")
         uvicorn.run(app, host=args.host, port=args.port, workers=1, log_level="warning")

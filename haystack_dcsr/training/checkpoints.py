@@ -7,6 +7,7 @@ is refused, by name, when it is damaged (truncated, or bytes altered inside a te
 alone would read as other numbers) or when the run is resumed with settings that change what it computes.
 """
 
+import io
 import logging
 import os
 import pickle
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 import yaml
 
+from haystack_dcsr.core.atomic_files import fsync_folder
 from haystack_dcsr.core.checksums import DamagedFileError, verify_checksums, write_checksums
 from haystack_dcsr.training.distributed import Distributed
 
@@ -69,19 +71,32 @@ class Checkpoints:
 
     def save(self, step: int, state: Callable[[], Dict]) -> Path:
         """``checkpoint-<step>/`` with ``state()`` (read on the main rank only) and every rank's RNG state;
-        written under a temporary name and renamed, then all but the newest ``keep`` go."""
+        written into ``.checkpoint-<step>.partial/`` and renamed whole, so a failure (a full disk, a kill)
+        never leaves a checkpoint under its final name; then all but the newest ``keep`` go. A full disk is
+        raised as the disk's own ``OSError`` naming the file, not as torch's serialiser error."""
         directory = self.output / f"checkpoint-{step:07d}"
-        directory.mkdir(parents=True, exist_ok=True)
-        torch.save(rng_state(), directory / f"rng-{self.dist.rank}.pt")
-        self.dist.barrier()
+        partial = self.output / f".{directory.name}.partial"
         if self.dist.main:
-            torch.save(state(), directory / "state.tmp")
-            # hashed before the rename, so a complete checkpoint (state.pt) always has its checksums
-            rng_files = [path.name for path in directory.glob("rng-*.pt")]
-            write_checksums(directory, [*rng_files, "state.pt"], held_in={"state.pt": "state.tmp"})
-            os.replace(directory / "state.tmp", directory / "state.pt")  # never a half-written checkpoint
-            for old in self.all()[: -self.keep]:
-                shutil.rmtree(old)
+            shutil.rmtree(partial, ignore_errors=True)  # left by a run killed while writing it
+            partial.mkdir(parents=True)
+        self.dist.barrier()
+        try:
+            save_file(rng_state(), partial / f"rng-{self.dist.rank}.pt")
+            self.dist.barrier()
+            if self.dist.main:
+                save_file(state(), partial / "state.pt")
+                rng_files = [path.name for path in partial.glob("rng-*.pt")]
+                write_checksums(partial, [*rng_files, "state.pt"])
+                if directory.exists():  # the same step written again (a resume that rewound to it)
+                    shutil.rmtree(directory)
+                os.replace(partial, directory)
+                fsync_folder(self.output)
+                for old in self.all()[: -self.keep]:
+                    shutil.rmtree(old)
+        except BaseException:
+            if self.dist.main:
+                shutil.rmtree(partial, ignore_errors=True)
+            raise
         self.dist.barrier()
         return directory
 
@@ -140,6 +155,32 @@ class Checkpoints:
         if size is not None and log.is_file() and log.stat().st_size > size:
             with log.open("r+b") as handle:
                 handle.truncate(size)
+
+
+def save_file(obj, path: Path) -> None:
+    """``torch.save(obj, path)``; a write that fails (a full disk, a file-size limit) raises the disk's own
+    ``OSError`` naming ``path``: torch's serialiser reports it only as an "enforce fail ... unexpected pos"."""
+
+    class Recording(io.FileIO):
+        error: Optional[OSError] = None
+
+        def write(self, data):
+            try:
+                return super().write(data)
+            except OSError as error:
+                Recording.error = error
+                raise
+
+    try:
+        with Recording(path, "wb") as out:
+            torch.save(obj, out)
+            out.flush()
+            os.fsync(out.fileno())
+    except RuntimeError as error:
+        if Recording.error is None:
+            raise
+        cause = Recording.error
+        raise OSError(cause.errno, f"could not write the checkpoint file {path}: {cause.strerror}") from error
 
 
 def seed_everything(seed: int) -> None:

@@ -1,6 +1,7 @@
 """Training configurations (the towers' and the cross-encoder's), read from YAML, overridable from the command line."""
 
 import dataclasses
+import functools
 import typing
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
@@ -45,9 +46,7 @@ class FieldsConfig:
             )
         values.update(settings or {})
         values.update(parse_overrides(overrides or []))
-        for old, new in RENAMED.items():  # recipes and command lines written with an older name
-            if old in values:
-                values[new] = renamed(cls.__name__, new, values.pop(new, None), old, values.pop(old))
+        values = with_current_names(cls.__name__, values)  # recipes and command lines written with an older name
         for name, hint in typing.get_type_hints(cls).items():
             if isinstance(values.get(name), str) and _matches(1.0, hint) and not _matches("", hint):
                 values[name] = _number(values[name])
@@ -63,6 +62,33 @@ class FieldsConfig:
         return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
 
 
+# settings renamed to the core's one name for each (``DCSRSettings``, ``dcsr_model.json``): old name -> new
+RENAMED = {"max_query_len": "max_query_length", "max_passage_len": "max_passage_length"}
+
+
+def with_current_names(owner: str, values: Dict[str, Any]) -> Dict[str, Any]:
+    """``values`` with each old name (``RENAMED``) under its new one, with a DeprecationWarning; both is an error."""
+    values = dict(values)
+    for old, new in RENAMED.items():
+        if old in values:
+            values[new] = renamed(owner, new, values.pop(new, None), old, values.pop(old))
+    return values
+
+
+def accepting_old_names(cls):
+    """``cls(max_passage_len=...)`` as ``cls(max_passage_length=...)``, with a DeprecationWarning: code written
+    for the old names keeps working, as recipes and command lines do."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **with_current_names(cls.__name__, kwargs))
+
+    cls.__init__ = __init__
+    return cls
+
+
+@accepting_old_names
 @dataclasses.dataclass
 class TrainConfig(FieldsConfig):
     # data and output
@@ -223,10 +249,6 @@ class CrossEncoderConfig(FieldsConfig):
         for name in ("max_steps", "questions_per_batch", "negatives", "max_length", "chunk", "log_every", "save_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-
-
-# settings renamed to the core's one name for each (``DCSRSettings``, ``dcsr_model.json``): old name -> new
-RENAMED = {"max_query_len": "max_query_length", "max_passage_len": "max_passage_length"}
 
 
 def parse_overrides(overrides: List[str]) -> Dict[str, Any]:
