@@ -255,3 +255,28 @@ def test_a_dropped_passage_ranks_as_the_core_and_the_2x_adapter_rank_it(kind):
         expected = core_ranking(model, question, drop=drop)
         assert [d.id for d in served] == [title for title, _ in expected] and ("Paris" in expected[0]) == (not drop)
         assert [d.score for d in served] == pytest.approx([score for _, score in expected], rel=1e-4, abs=1e-9)
+
+
+def test_a_large_in_memory_store_is_named_with_what_to_use_instead(tmp_path, retriever, corpus, caplog, monkeypatch):
+    """InMemoryDocumentStore scores every vector in Python per query (50,000 sentences: 6.3 s a query): past the
+    threshold the first query says so, once, and again after the store grows."""
+    from haystack_dcsr.haystack1.engine import sentence_search
+
+    memory = InMemoryDocumentStore(embedding_dim=32, similarity="dot_product", progress_bar=False)
+    index(memory, retriever, corpus)
+    monkeypatch.setattr(sentence_search, "IN_MEMORY_SENTENCES_WARNING", 15)  # the corpus has exactly 15
+    with caplog.at_level("WARNING", logger=sentence_search.__name__):
+        retriever.retrieve("largest planet", document_store=memory)
+    assert "InMemoryDocumentStore holds" not in caplog.text  # 15 is not past 15
+    monkeypatch.setattr(sentence_search, "IN_MEMORY_SENTENCES_WARNING", 14)
+    store = faiss_store(tmp_path)
+    index(store, retriever, corpus)  # a FAISS store of the same size: nothing to say
+    with caplog.at_level("WARNING", logger=sentence_search.__name__):
+        retriever.retrieve("largest planet", document_store=store)
+        assert "InMemoryDocumentStore holds" not in caplog.text
+        retriever.document_store = memory
+        memory.update_embeddings(retriever)  # the store changed: its size is looked at again
+        retriever.retrieve("largest planet", document_store=memory)
+        retriever.retrieve("capital of Germany", document_store=memory)
+    assert caplog.text.count("InMemoryDocumentStore holds 15 sentence vectors") == 1
+    assert "Use FAISSDocumentStore" in caplog.text

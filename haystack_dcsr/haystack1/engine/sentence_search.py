@@ -293,9 +293,17 @@ class StoreSentenceSearch(SentenceSearch):
         super().__init__(document_store, index, cache_size=0)
         name = type(document_store).__name__
         self._numeric_ranges = name if name in NUMERIC_RANGE_STORES else None
+        self._size_checked = False
+
+    def note_embedding(self) -> None:
+        super().note_embedding()
+        self._size_checked = False  # the store grows: look at its size again at the next query
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:
         check_filters(filters, numeric_ranges=self._numeric_ranges)
+        if not self._size_checked:
+            self._size_checked = True
+            warn_if_brute_force_in_python(self.document_store, self.index)
         return [self._search_one(vector, top_n, filters) for vector in query_vectors]
 
     def _search_one(self, vector: np.ndarray, top_n: int, filters: Optional[FilterType]) -> SentenceHits:
@@ -330,6 +338,28 @@ class StoreSentenceSearch(SentenceSearch):
         scores = np.array([docs[row].score for row in rows], dtype=np.float32)
         return SentenceHits(
             scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages, None, known
+        )
+
+
+# sentence vectors past which InMemoryDocumentStore's search (a Python loop over every vector, ~0.1 ms each)
+# costs seconds a query: 50,000 one-sentence passages took 6.3 s
+IN_MEMORY_SENTENCES_WARNING = 20_000
+
+
+def warn_if_brute_force_in_python(document_store, index: str) -> None:
+    """A warning, naming the store's size and what to use instead, where ``InMemoryDocumentStore`` holds so many
+    sentence vectors that every query scores each of them in Python."""
+    from haystack.document_stores import InMemoryDocumentStore
+
+    if not isinstance(document_store, InMemoryDocumentStore):
+        return
+    count = document_store.get_embedding_count(index=index)
+    if count > IN_MEMORY_SENTENCES_WARNING:
+        logger.warning(
+            "InMemoryDocumentStore holds %d sentence vectors: each query scores every one of them in Python "
+            "(seconds a query past ~%d). Use FAISSDocumentStore (or a server engine such as Milvus) at this size.",
+            count,
+            IN_MEMORY_SENTENCES_WARNING,
         )
 
 
