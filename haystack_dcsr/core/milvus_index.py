@@ -32,6 +32,11 @@ logger = logging.getLogger(__name__)
 
 MAX_TOP_N = 16_384  # Milvus's limit on a search's k
 ID_LENGTH = 128
+CONTENT_BYTES = 65_535  # a VARCHAR's limit, in UTF-8 bytes
+META_BYTES = 65_536  # a JSON field's limit
+FIELDS = ("id", "passage_id", "position", "content", "meta", "embedded", "vector")  # this layout's schema
+EVERY_ROW = 'id != ""'  # sentence ids are never empty
+NO_ROW = "id in []"  # Milvus has no false literal; an empty list matches nothing
 WRITE_BATCH = 1_000
 READ_BATCH = 1_000
 
@@ -61,7 +66,8 @@ class MilvusSentenceIndex(MaplessIndex):
         normalised, where it equals IP).
     :param preset: the vector index: ``flat`` (exact), ``hnsw`` or ``ivf_sq8`` (``MILVUS_PRESETS``).
     :param token: ``user:password`` or an API key.
-    :param timeout: seconds a call may take before it fails with ``MilvusUnavailableError``.
+    :param timeout: seconds any call (connecting, searching, reading, writing) may take before it fails with
+        ``MilvusUnavailableError``: a server that is down or hung is a bounded failure.
     :param consistency_level: ``Strong`` (a query sees every returned write) or ``Bounded``/``Eventually``.
     """
 
@@ -96,11 +102,25 @@ class MilvusSentenceIndex(MaplessIndex):
     # ---- schema ----------------------------------------------------------------------------------
 
     def _existing_dim(self) -> Optional[int]:
-        if not self._call(lambda: self.client.has_collection(self.collection), "look up the collection"):
+        if not self._call(
+            lambda: self.client.has_collection(self.collection, timeout=self.timeout), "look up the collection"
+        ):
             return None
-        described = self._call(lambda: self.client.describe_collection(self.collection), "describe the collection")
+        described = self._call(
+            lambda: self.client.describe_collection(self.collection, timeout=self.timeout), "describe the collection"
+        )
+        names = [f["name"] for f in described["fields"]]
+        missing = [name for name in FIELDS if name not in names]
+        if missing:
+            raise ValueError(
+                f"Milvus collection {self.collection!r} has the fields {', '.join(names)}, not this store's layout "
+                f"(it lacks {', '.join(missing)}): it was written by another client (milvus-haystack's 2.x store "
+                "writes text, vector and meta fields). Open it with the client that wrote it, or use another collection"
+            )
         vector = next(f for f in described["fields"] if f["name"] == "vector")
-        index = self._call(lambda: self.client.describe_index(self.collection, "vector"), "describe the index")
+        index = self._call(
+            lambda: self.client.describe_index(self.collection, "vector", timeout=self.timeout), "describe the index"
+        )
         found = str(index.get("metric_type", "")).upper()
         if found and found != self.metric:
             raise ValueError(
@@ -110,7 +130,7 @@ class MilvusSentenceIndex(MaplessIndex):
         self.preset = next(
             (name for name, p in MILVUS_PRESETS.items() if p.index_type == index.get("index_type")), self.preset
         )
-        self._call(lambda: self.client.load_collection(self.collection), "load the collection")
+        self._call(lambda: self.client.load_collection(self.collection, timeout=self.timeout), "load the collection")
         return int(vector["params"]["dim"])
 
     def _create(self, dim: int) -> None:
@@ -132,16 +152,27 @@ class MilvusSentenceIndex(MaplessIndex):
 
         def create():
             self.client.create_collection(
-                self.collection, schema=schema, index_params=index_params, consistency_level=self.consistency_level
+                self.collection,
+                schema=schema,
+                index_params=index_params,
+                consistency_level=self.consistency_level,
+                timeout=self.timeout,
             )
-            self.client.load_collection(self.collection)
+            self.client.load_collection(self.collection, timeout=self.timeout)
 
         self._call(create, "create the collection")
+        logger.warning(
+            "Milvus collection %r did not exist on %s: created it empty (%d-dimensional, %s)",
+            self.collection,
+            self.uri,
+            dim,
+            self.preset,
+        )
         self.embedding_dim = dim
 
     def drop(self) -> None:
         """Delete the collection and everything in it."""
-        self._call(lambda: self.client.drop_collection(self.collection), "drop the collection")
+        self._call(lambda: self.client.drop_collection(self.collection, timeout=self.timeout), "drop the collection")
         self.embedding_dim = None
 
     # ---- writes ----------------------------------------------------------------------------------
@@ -156,13 +187,19 @@ class MilvusSentenceIndex(MaplessIndex):
         if vectors is not None and len(vectors) != len(sentences):
             raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
         rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
+        for row in rows:  # every row checked before anything is deleted: the server would refuse the batch whole
+            check_row_limits(row)
         by_passage: Dict[str, List[Dict[str, Any]]] = {}
-        for row in rows:
+        for row in rows:  # a passage given twice in one call: its last version wins, as on every other store
+            passage = by_passage.get(row["passage_id"])
+            if passage and passage[0]["position"]["version"] != row["position"]["version"]:
+                del by_passage[row["passage_id"]]
             by_passage.setdefault(row["passage_id"], []).append(row)
         self._delete_other_versions({pid: passage[0]["position"]["version"] for pid, passage in by_passage.items()})
-        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # one request never splits a passage
-            self._call(lambda: self.client.upsert(self.collection, batch), "write sentences")
-        return len(rows)
+        written = [list({row["id"]: row for row in passage}.values()) for passage in by_passage.values()]
+        for batch in _whole_passages(written, WRITE_BATCH):  # one request never splits a passage
+            self._call(lambda: self.client.upsert(self.collection, batch, timeout=self.timeout), "write sentences")
+        return sum(len(passage) for passage in written)
 
     def _delete_other_versions(self, versions: Dict[str, str]) -> None:
         """Delete the stored sentences of these passages that belong to another version than the one written."""
@@ -172,7 +209,10 @@ class MilvusSentenceIndex(MaplessIndex):
                 f'(passage_id == {literal(pid)} and position["version"] != {literal(version)})'
                 for pid, version in items[start : start + READ_BATCH // 10]
             )
-            self._call(lambda: self.client.delete(self.collection, filter=expr), "delete earlier versions")
+            self._call(
+                lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout),
+                "delete earlier versions",
+            )
 
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
@@ -180,21 +220,27 @@ class MilvusSentenceIndex(MaplessIndex):
         if len(vectors) != len(sentences):
             raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
         rows = [self._row(doc, vector) for doc, vector in zip(sentences, vectors)]
+        for row in rows:
+            check_row_limits(row)
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
-            self._call(lambda: self.client.upsert(self.collection, batch), "write vectors")
+            self._call(lambda: self.client.upsert(self.collection, batch, timeout=self.timeout), "write vectors")
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
-        """Delete sentences by id, or every sentence matching a filter expression (all when neither is given)."""
+        """Delete sentences by id, or every sentence matching a filter expression (all when neither is given;
+        ``NO_ROW`` deletes none)."""
         if not self.exists:
             return
         if ids is not None:
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
                 expr = f"id in {literal(ids[start : start + READ_BATCH])}"
-                self._call(lambda: self.client.delete(self.collection, filter=expr), "delete sentences")
+                self._call(
+                    lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences"
+                )
             return
-        self._call(lambda: self.client.delete(self.collection, filter=expression or 'id != ""'), "delete sentences")
+        expr = expression or EVERY_ROW
+        self._call(lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences")
 
     # ---- reads -----------------------------------------------------------------------------------
 
@@ -207,7 +253,10 @@ class MilvusSentenceIndex(MaplessIndex):
             return 0
         expr = _and(expression, _embedded(embedded))
         found = self._call(
-            lambda: self.client.query(self.collection, filter=expr, output_fields=["count(*)"]), "count sentences"
+            lambda: self.client.query(
+                self.collection, filter=expr or EVERY_ROW, output_fields=["count(*)"], timeout=self.timeout
+            ),
+            "count sentences",
         )
         return int(found[0]["count(*)"])
 
@@ -230,22 +279,30 @@ class MilvusSentenceIndex(MaplessIndex):
             for start in range(0, len(ids), READ_BATCH):
                 expr = _and(expression, f"id in {literal(ids[start : start + READ_BATCH])}")
                 found = self._call(
-                    lambda: self.client.query(self.collection, filter=expr, output_fields=fields), "read sentences"
+                    lambda: self.client.query(self.collection, filter=expr, output_fields=fields, timeout=self.timeout),
+                    "read sentences",
                 )
                 yield from (_sentence(row) for row in found)
             return
-        iterator = self._call(
-            lambda: self.client.query_iterator(
-                self.collection, batch_size=batch, filter=expression or 'id != ""', output_fields=fields
-            ),
-            "read sentences",
-        )
-        while True:
-            rows = self._call(iterator.next, "read sentences")
-            if not rows:
-                iterator.close()
-                return
+        last: Optional[str] = None
+        while True:  # pages in id order, the cursor quoted as every literal is (pymilvus's iterator does not quote it)
+            expr = _and(None if last is None else f"id > {literal(last)}", expression or EVERY_ROW)
+            rows = self._call(
+                lambda: self.client.query(
+                    self.collection,
+                    filter=expr,
+                    output_fields=fields,
+                    limit=batch,
+                    timeout=self.timeout,
+                    iterator="True",  # the server returns the smallest ids first, as its own iterator relies on
+                    reduce_stop_for_best="True",
+                ),
+                "read sentences",
+            )
             yield from (_sentence(row) for row in rows)
+            if len(rows) < batch:
+                return
+            last = max(row["id"] for row in rows)
 
     # ---- the SentenceIndex protocol --------------------------------------------------------------
 
@@ -271,6 +328,7 @@ class MilvusSentenceIndex(MaplessIndex):
                 limit=top_n,
                 output_fields=["position"],
                 search_params={"metric_type": self.metric, "params": params},
+                timeout=self.timeout,
             ),
             "search",
         )
@@ -348,6 +406,24 @@ def _unavailable(error) -> bool:
         word in text
         for word in ("unavailable", "deadline", "timeout", "fail connecting", "connection", "not loaded", "not ready")
     )
+
+
+def check_row_limits(row: Dict[str, Any]) -> None:
+    """Refuse a row the server would refuse, naming the sentence and the limit, before anything is written or
+    deleted: Milvus refuses a whole request for one row over a field's size."""
+    for field, limit in (("id", ID_LENGTH), ("passage_id", ID_LENGTH), ("content", CONTENT_BYTES)):
+        size = len(row[field].encode("utf-8"))
+        if size > limit:
+            raise ValueError(
+                f"sentence {row['id'][:80]!r}: its {field} is {size} bytes, more than the {limit} a Milvus collection "
+                "holds; nothing was written (split the passage into shorter sentences, or use shorter ids)"
+            )
+    size = len(json.dumps(row["meta"], ensure_ascii=False).encode("utf-8"))
+    if size > META_BYTES:
+        raise ValueError(
+            f"sentence {row['id'][:80]!r}: its meta is {size} bytes of JSON, more than the {META_BYTES} a Milvus "
+            "collection holds; nothing was written (keep large values outside the document's meta)"
+        )
 
 
 def _whole_passages(passages: List[List[Dict[str, Any]]], size: int) -> Iterator[List[Dict[str, Any]]]:

@@ -39,6 +39,8 @@ def _check_clause(clause: Any, where: str, numeric_ranges: Optional[str]) -> Non
         if not isinstance(item, dict):
             raise FilterError(f"{where}: expected a dict of fields and operators, got {item!r}")
         for key, value in item.items():
+            if key == "$not" and not value:
+                raise FilterError(f"{where}.$not: negates nothing (an empty clause); give the conditions to negate")
             if key in LOGICAL:
                 _check_clause(value, f"{where}.{key}", numeric_ranges)
             elif key.startswith("$"):

@@ -15,7 +15,7 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.errors import DuplicateDocumentError
 from haystack.schema import Document, Label
 
-from haystack_dcsr.core.milvus_index import MilvusSentenceIndex, literal
+from haystack_dcsr.core.milvus_index import EVERY_ROW, NO_ROW, MilvusSentenceIndex, literal
 from haystack_dcsr.core.sentence_units import position
 from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
 from haystack_dcsr.haystack1.filters import LOGICAL, FilterError, check_filters
@@ -296,7 +296,10 @@ class MilvusSentenceSearch(SentenceSearch):
 
 
 def milvus_expression(filters: Optional[FilterType]) -> str:
-    """A Haystack 1.x filter as a Milvus boolean expression over the ``meta`` JSON field ("" for none)."""
+    """A Haystack 1.x filter as a Milvus boolean expression over the ``meta`` JSON field ("" for none), meaning
+    what ``filters.matcher`` means on every other store: an empty ``$or`` selects nothing (``NO_ROW``, never the
+    empty expression, which a delete reads as "every row"), ``$ne`` holds only where the field exists, a mixed
+    ``$in`` list compares each kind with its own; a comparison with null is refused by name."""
     if not filters:
         return ""
     check_filters(filters, numeric_ranges=STORE)
@@ -311,15 +314,21 @@ def _conjunction(clause: Union[Dict[str, Any], List[Any]]) -> str:
                 parts.append(_logical(key, value))
             else:
                 parts.append(_comparisons(key, value))
-    return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+    return _joined(parts, "and", EVERY_ROW)
 
 
 def _logical(operator: str, value: Any) -> str:
     if operator == "$not":
         return f"not ({_conjunction(value)})"
     items = [{k: v} for k, v in value.items()] if isinstance(value, dict) else list(value)
-    joined = f" {operator[1:]} ".join(f"({_conjunction(item)})" for item in items)
-    return joined
+    empty = NO_ROW if operator == "$or" else EVERY_ROW  # no alternative holds; every one of no conditions does
+    return _joined([_conjunction(item) for item in items], operator[1:], empty)
+
+
+def _joined(parts: List[str], operator: str, empty: str) -> str:
+    if not parts:
+        return empty
+    return f" {operator} ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
 
 
 def _comparisons(field: str, value: Any) -> str:
@@ -330,5 +339,24 @@ def _comparisons(field: str, value: Any) -> str:
     for operator, operand in value.items():
         if operator not in OPERATORS:
             raise FilterError(f"{STORE} cannot evaluate {operator!r} on field {field!r}")
-        parts.append(f"{name} {OPERATORS[operator]} {literal(operand)}")
-    return " and ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+        if operand is None or (isinstance(operand, list) and None in operand):
+            raise FilterError(f"{STORE} cannot compare field {field!r} with null ({operator}): filter on a value")
+        if operator in ("$in", "$nin"):
+            kinds = _by_kind(operand)
+            join = "or" if operator == "$in" else "and"
+            none = NO_ROW if operator == "$in" else EVERY_ROW  # in no value; outside every one of none
+            parts.append(_joined([f"{name} {OPERATORS[operator]} {literal(group)}" for group in kinds], join, none))
+        elif operator == "$ne":  # a passage without the field is not "not equal" (Haystack's evaluator)
+            parts.append(f"(exists {name}) and ({name} != {literal(operand)})")
+        else:
+            parts.append(f"{name} {OPERATORS[operator]} {literal(operand)}")
+    return _joined(parts, "and", EVERY_ROW)
+
+
+def _by_kind(values: List[Any]) -> List[List[Any]]:
+    """``values`` grouped by kind (booleans, numbers, strings), in order: Milvus refuses a list that mixes them."""
+    groups: Dict[str, List[Any]] = {}
+    for value in values:
+        kind = "bool" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else "other"
+        groups.setdefault(kind, []).append(value)
+    return list(groups.values())
