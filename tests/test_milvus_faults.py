@@ -8,7 +8,9 @@ single-threaded answer for a state the store passed through, or was that clear e
 """
 
 import itertools
+import os
 import random
+import signal
 import threading
 import time
 import zlib
@@ -279,3 +281,29 @@ def window_answers(states, first, last, cache):
                 if key not in cache:
                     cache[key] = exact_answer({p: v for p, v in states[k].items() if p not in absent})
                 yield cache[key]
+
+
+def test_timeout_bounds_every_call_to_a_hung_server(server):
+    """The server process stopped (SIGSTOP: it holds its connections and answers nothing): a search, a write and
+    a read each fail with MilvusUnavailableError within about the timeout (they waited until SIGCONT before), and
+    the same index answers again once the server is continued."""
+    MilvusSentenceIndex(server.uri, "hung", DIM, timeout=60).write(*passage("before", 2, 0))  # created and loaded
+    index = MilvusSentenceIndex(server.uri, "hung", DIM, timeout=2)
+    pid = server.server_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for call in (lambda: index.search(QUERIES, 10), lambda: index.write(*passage("during", 2, 0)), index.count):
+            started = time.monotonic()
+            with pytest.raises(MilvusUnavailableError, match="did not answer"):
+                call()
+            assert time.monotonic() - started < 8, "a call to a hung server outlived its timeout"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            assert index.count() >= 2
+            break
+        except MilvusUnavailableError:
+            assert time.monotonic() < deadline, "the index did not answer again after SIGCONT"
+            time.sleep(1)

@@ -384,24 +384,31 @@ class MilvusSentenceIndex(MaplessIndex):
         return self._client
 
     def _call(self, action, what: str):
+        import grpc
         from pymilvus.exceptions import MilvusException
 
         try:
             return action()
-        except MilvusException as error:
+        except (MilvusException, grpc.RpcError) as error:  # a deadline passed: grpc's own error, not pymilvus's
             if not _unavailable(error):
                 raise
             self._client = None  # reconnect on the next call: the server may come back on the same address
             raise MilvusUnavailableError(
-                f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {error.message}. "
+                f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {_message(error)}. "
                 "A read can be retried once the server is back; a write that failed here may be partly done: run "
                 "it again (passages are written whole, so no passage is served half-written meanwhile)"
             ) from None
 
 
+def _message(error) -> str:
+    """A pymilvus error's message, or a grpc error's details (``Deadline Exceeded``)."""
+    details = getattr(error, "details", None)
+    return getattr(error, "message", None) or (details() if callable(details) else str(error))
+
+
 def _unavailable(error) -> bool:
-    """Errors of a server that is down, restarting or still loading its collections after a restart."""
-    text = f"{getattr(error, 'message', error)}".lower()
+    """Errors of a server that is down, hung (a deadline passed), restarting or still loading its collections."""
+    text = _message(error).lower()
     return any(
         word in text
         for word in ("unavailable", "deadline", "timeout", "fail connecting", "connection", "not loaded", "not ready")
