@@ -6,8 +6,6 @@ passage given twice in one write keeps its last version, a collection of another
 answered ``[]``), and ``timeout`` bounds calls to a hung server."""
 
 import os
-import signal
-import time
 
 import pytest
 from haystack.schema import Document
@@ -110,8 +108,8 @@ def test_a_passage_given_twice_in_one_write_keeps_its_last_version(store):
 
 
 def test_a_collection_of_another_layout_is_refused_by_name():
-    from pymilvus import DataType, MilvusClient
     from milvus_server import shared_uri
+    from pymilvus import DataType, MilvusClient
 
     from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
 
