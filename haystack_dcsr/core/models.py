@@ -6,6 +6,7 @@ the towers carry none and read ``dcsr_model.json`` instead (``dcsr_model``), so 
 """
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -52,20 +53,8 @@ class EncoderConfig:
     max_length: int = 512
     marker: str = MARKER
     level: Level = "sentence"
-    # the old name of the model directory's setting: accepted with a DeprecationWarning, saved where a tower
-    # outside a model directory reads it (``legacy_temperature``)
-    temperature: dataclasses.InitVar[Optional[float]] = None
 
-    def __post_init__(self, temperature: Optional[float] = None):
-        self._temperature = temperature
-        if temperature is not None:
-            warnings.warn(
-                "EncoderConfig: temperature is now a setting of the model directory (DCSRSettings.temperature, "
-                "dcsr_model.json); given here it is saved in this tower's dcsr_encoder.json, read for a tower "
-                "outside a model directory",
-                DeprecationWarning,
-                stacklevel=3,
-            )
+    def __post_init__(self):
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.level not in LEVELS:
@@ -75,9 +64,33 @@ class EncoderConfig:
 
     def save(self, directory: Union[str, Path]) -> None:
         saved = dataclasses.asdict(self)
-        if self._temperature is not None:
+        if getattr(self, "_temperature", None) is not None:  # given under its old name (below)
             saved["temperature"] = self._temperature
         (Path(directory) / CONFIG_NAME).write_text(json.dumps(saved, indent=1))
+
+
+def _accept_old_temperature(init):
+    """``EncoderConfig(temperature=...)``, the old home of the model directory's setting: accepted with a
+    DeprecationWarning and saved in ``dcsr_encoder.json``, where a tower outside a model directory reads it
+    (``legacy_temperature``); the config itself has no such field."""
+
+    @functools.wraps(init)
+    def __init__(self, *args, temperature: Optional[float] = None, **kwargs):
+        init(self, *args, **kwargs)
+        self._temperature = temperature
+        if temperature is not None:
+            warnings.warn(
+                "EncoderConfig: temperature is now a setting of the model directory (DCSRSettings.temperature, "
+                "dcsr_model.json); given here it is saved in this tower's dcsr_encoder.json, read for a tower "
+                "outside a model directory",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+
+    return __init__
+
+
+EncoderConfig.__init__ = _accept_old_temperature(EncoderConfig.__init__)
 
 
 def resolve_model_path(name_or_path: str, token: Optional[Union[str, bool]] = None) -> str:
