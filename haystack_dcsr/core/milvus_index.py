@@ -299,9 +299,9 @@ class MilvusSentenceIndex(MaplessIndex):
                 ),
                 "read sentences",
             )
-            yield from (_sentence(row) for row in rows)
-            if len(rows) < batch:
+            if not rows:  # only an empty page ends it: a page may be short (or long) while rows remain
                 return
+            yield from (_sentence(row) for row in rows)
             last = max(row["id"] for row in rows)
 
     # ---- the SentenceIndex protocol --------------------------------------------------------------
