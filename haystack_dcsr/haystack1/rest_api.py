@@ -147,12 +147,12 @@ def create_app(
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_body_bytes:
             raise RequestError(f"request body: {declared} bytes, more than the {max_body_bytes} allowed", status=413)
-        raw = b""
+        raw = bytearray()
         async for chunk in request.stream():
             raw += chunk
             if len(raw) > max_body_bytes:
                 raise RequestError(f"request body: more than the {max_body_bytes} bytes allowed", status=413)
-        return parse_body(raw)
+        return parse_body(bytes(raw))
 
     @app.exception_handler(Exception)
     async def unexpected_error(_, error: Exception):  # JSON like every other error; the traceback stays in the log

@@ -157,30 +157,32 @@ class Checkpoints:
                 handle.truncate(size)
 
 
+class _RecordingFile(io.FileIO):
+    """A file that keeps the ``OSError`` of a failed write, which torch's serialiser replaces by its own."""
+
+    error: Optional[OSError] = None
+
+    def write(self, data):
+        try:
+            return super().write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+
 def save_file(obj, path: Path) -> None:
-    """``torch.save(obj, path)``; a write that fails (a full disk, a file-size limit) raises the disk's own
-    ``OSError`` naming ``path``: torch's serialiser reports it only as an "enforce fail ... unexpected pos"."""
-
-    class Recording(io.FileIO):
-        error: Optional[OSError] = None
-
-        def write(self, data):
-            try:
-                return super().write(data)
-            except OSError as error:
-                Recording.error = error
-                raise
-
+    """``torch.save(obj, path)``, flushed to disk; a write that fails (a full disk, a file-size limit) raises the
+    disk's own ``OSError`` naming ``path``: torch's serialiser reports it only as "enforce fail ... unexpected pos"."""
+    out = _RecordingFile(path, "wb")
     try:
-        with Recording(path, "wb") as out:
+        with out:
             torch.save(obj, out)
             out.flush()
             os.fsync(out.fileno())
     except RuntimeError as error:
-        if Recording.error is None:
+        if out.error is None:
             raise
-        cause = Recording.error
-        raise OSError(cause.errno, f"could not write the checkpoint file {path}: {cause.strerror}") from error
+        raise OSError(out.error.errno, f"could not write the checkpoint file {path}: {out.error.strerror}") from error
 
 
 def seed_everything(seed: int) -> None:
