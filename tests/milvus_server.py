@@ -51,8 +51,9 @@ class MilvusServer:
     (2379, 2380) unless told otherwise: each server gets its own etcd configuration (``ETCD_CONFIG_PATH``), so
     that several servers (test workers, a fault test's own) run side by side."""
 
-    def __init__(self, data_dir: Path, port: Optional[int] = None):
+    def __init__(self, data_dir: Path, port: Optional[int] = None, config: Optional[dict] = None):
         self.data_dir = Path(data_dir)
+        self.config = TEST_CONFIG if config is None else config  # {}: Milvus's own defaults
         self.port = port or free_port()
         self.etcd_client, self.etcd_peer = free_port(), free_port()
         self.process: Optional[subprocess.Popen] = None
@@ -76,6 +77,7 @@ class MilvusServer:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _start(self, command: Path) -> "MilvusServer":
+        self._wait_until_port_is_free()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         etcd = self.data_dir / "embedded-etcd.yaml"
         client, peer = f"http://127.0.0.1:{self.etcd_client}", f"http://127.0.0.1:{self.etcd_peer}"
@@ -88,7 +90,7 @@ class MilvusServer:
         self.process = subprocess.Popen(
             command
             + ["--etcd-port", str(self.etcd_client)]
-            + [f"--extra-config={k}={v}" for k, v in TEST_CONFIG.items()],
+            + [f"--extra-config={k}={v}" for k, v in self.config.items()],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -104,13 +106,32 @@ class MilvusServer:
         self.stop()
         raise RuntimeError(f"milvus-server did not answer on {self.uri} within {START_TIMEOUT} s")
 
+    def _wait_until_port_is_free(self, timeout: float = 120.0) -> None:
+        """Wait until the proxy port can be bound as the wrapper binds it (no ``SO_REUSEADDR``). After a kill, the
+        killed server's connections stay in TIME_WAIT for up to a minute, and meanwhile the wrapper takes the next
+        free port without a word, so a restart would listen elsewhere than its clients look."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", self.port))
+                    return
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"port {self.port} stayed busy for {timeout:.0f} s") from None
+            time.sleep(1.0)
+
     def _answers(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                 pass
             from pymilvus import MilvusClient
 
-            MilvusClient(uri=self.uri, timeout=5).list_collections()
+            client = MilvusClient(uri=self.uri, timeout=5, dedicated=True)  # not a shared channel in backoff
+            try:
+                client.list_collections()
+            finally:
+                client.close()
             return True
         except Exception:
             return False

@@ -6,7 +6,7 @@ from haystack.schema import Document
 from test_store_consistency import make_store, write
 
 from haystack_dcsr import DCSRRetriever
-from haystack_dcsr.haystack1.filters import FilterError, check_filters
+from haystack_dcsr.core.filters import FilterError, check_filters
 
 YEARS = {"p79": 79, "p600": 600, "p850": 850, "p1889": 1889, "p1961": 1961}
 KINDS = {"p79": "volcano", "p600": "empire", "p850": "empire", "p1889": "tower", "p1961": "wall"}

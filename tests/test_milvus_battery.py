@@ -12,7 +12,8 @@ from haystack.schema import Document
 from test_store_consistency import milvus_store, write
 
 from haystack_dcsr import DCSRRetriever
-from haystack_dcsr.haystack1.filters import FilterError, matcher
+from haystack_dcsr.core.filters import FilterError
+from haystack_dcsr.haystack1.filters import matcher
 
 
 def tenants(n=10):

@@ -307,3 +307,85 @@ def test_timeout_bounds_every_call_to_a_hung_server(server):
         except MilvusUnavailableError:
             assert time.monotonic() < deadline, "the index did not answer again after SIGCONT"
             time.sleep(1)
+
+
+REST_YAML = """version: ignore
+components:
+  - name: Store
+    type: MilvusDocumentStore
+    params: {{uri: "{uri}", index: rest, embedding_dim: 32, timeout: 5, progress_bar: false}}
+  - name: Retriever
+    type: DCSRRetriever
+    params: {{document_store: Store, query_model: {model}, top_k: 3, progress_bar: false}}
+pipelines:
+  - name: search
+    nodes:
+      - {{name: Retriever, inputs: [Query]}}
+"""
+
+
+def rest_query(port: int, question: str):
+    """POST /query: (status, JSON body, Retry-After header, seconds taken)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/query",
+        data=json.dumps({"query": question}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read()), None, time.monotonic() - started
+    except urllib.error.HTTPError as error:
+        body = json.loads(error.read() or b"{}")
+        return error.code, body, error.headers.get("Retry-After"), time.monotonic() - started
+
+
+def test_the_rest_server_answers_503_while_milvus_is_down_or_hung_and_recovers_by_itself(server, tmp_path, tiny_bert):
+    """``python -m haystack_dcsr.serve`` over a Milvus store: the server killed with SIGKILL, then restarted on
+    the same port, then stopped with SIGSTOP and continued. While it is down or hung every query is a 503 with
+    ``Retry-After`` and the engine's message, within the store's timeout and a margin; once it is back the same
+    REST process answers the same again, without a restart."""
+    from corpus import CORPUS
+    from haystack.schema import Document
+    from test_rest_api import Server
+
+    from haystack_dcsr import SentencePreprocessor, load_pipeline
+
+    path = tmp_path / "search.yml"
+    path.write_text(REST_YAML.format(uri=server.uri, model=tiny_bert))
+    retriever = load_pipeline(path, pipeline_name="search").get_node("Retriever")
+    passages = [Document(content=text, meta={"title": title}) for title, text in CORPUS]
+    retriever.document_store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
+    retriever.document_store.update_embeddings(retriever)
+    question = "When was the Eiffel Tower completed?"
+    rest = Server(path).start()
+    try:
+        status, answer, _, _ = rest_query(rest.port, question)
+        assert status == 200 and len(answer["documents"]) == 3
+
+        def outage_then_recovery(begin, end) -> None:
+            begin()
+            status, body, retry_after, seconds = rest_query(rest.port, question)
+            assert (status, retry_after) == (503, "5"), body
+            assert "Milvus at" in body["errors"][0] and "did not answer" in body["errors"][0]
+            assert seconds < FAILS_WITHIN
+            end()  # (a server stopped for longer than its sessions' TTL, 10 s here, may not come back whole)
+            deadline = time.monotonic() + READY_WITHIN
+            while time.monotonic() < deadline:
+                status, body, _, _ = rest_query(rest.port, question)
+                if status == 200:
+                    break
+                assert status == 503, body  # only "not yet" while the server comes back
+                time.sleep(1.0)
+            assert status == 200 and body["documents"] == answer["documents"]
+            assert rest.process.poll() is None  # the same REST process, never restarted
+
+        outage_then_recovery(server.kill, server.start)
+        pid = server.server_pid()
+        outage_then_recovery(lambda: os.kill(pid, signal.SIGSTOP), lambda: os.kill(pid, signal.SIGCONT))
+    finally:
+        rest.stop()

@@ -83,3 +83,10 @@ def test_the_module_keeps_pymilvus_out_of_plain_imports():
     code = "import haystack_dcsr, sys; print('pymilvus' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent)
     assert done.stdout.strip() == "False"
+
+
+def test_the_scaling_out_guides_1x_snippet_runs_as_written():
+    from guide_snippets import run_guide_snippet
+    from milvus_server import shared_uri
+
+    run_guide_snippet("# Haystack 1.x", shared_uri())

@@ -370,3 +370,28 @@ def test_the_answer_sentence_marker_marks_the_sentence_that_states_the_answer():
     untouched = Document(id="x", content=passage)
     DCSRAnswerSentenceMarker(model=MODEL).run(query=question, documents=[untouched, Document(id="blank", content="")])
     assert ANSWER not in untouched.meta
+
+
+def test_filter_policy_replaces_or_merges_the_init_filters_and_settings_have_one_source(store, passages):
+    import inspect
+
+    from haystack.document_stores.types import FilterPolicy
+
+    city = {"field": "meta.kind", "operator": "==", "value": "city"}
+    other = {"field": "meta.kind", "operator": "==", "value": "other"}
+    paris = {"field": "meta.title", "operator": "==", "value": "Paris"}
+    question = "Who discovered penicillin?"
+    replace = DCSRRetriever(document_store=store, model=MODEL, filters=city, top_k=5)
+    merge = DCSRRetriever(document_store=store, model=MODEL, filters=city, top_k=5, filter_policy="merge")
+    others = {p.id for p in passages if p.meta["kind"] == "other"}
+    assert {d.id for d in replace.run(query=question)["documents"]} == {"Paris", "Berlin"}
+    assert {d.id for d in replace.run(query=question, filters=other)["documents"]} == others
+    penicillin = {"field": "meta.title", "operator": "==", "value": "Penicillin"}
+    assert merge.run(query=question, filters=penicillin)["documents"] == []  # a city AND Penicillin: nothing
+    assert [d.id for d in merge.run(query=question, filters=paris)["documents"]] == ["Paris"]
+    saved = merge.to_dict()["init_parameters"]
+    assert set(saved) == set(inspect.signature(DCSRRetriever.__init__).parameters) - {"self"}
+    assert saved["filter_policy"] == "merge" and saved["top_k"] == 5 and saved["filters"] == city
+    loaded = DCSRRetriever.from_dict(merge.to_dict())
+    assert loaded.filter_policy == FilterPolicy.MERGE and loaded.top_k == 5 and loaded.precision == "auto"
+    assert [d.id for d in loaded.run(query=question, filters=paris)["documents"]] == ["Paris"]

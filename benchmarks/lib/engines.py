@@ -38,7 +38,10 @@ ENGINES = {
     "FAISS million": {"kind": "faiss", "factory": "HNSW32,SQ8", "top_n": 1000, "params": {"efSearch": 1000}},
     "Milvus flat": {"kind": "milvus", "preset": "flat", "top_n": 3000},
     "Milvus hnsw": {"kind": "milvus", "preset": "hnsw", "top_n": 3000},
+    "Milvus flat Strong": {"kind": "milvus", "preset": "flat", "top_n": 3000, "consistency_level": "Strong"},
 }
+# the Milvus server's configuration: Milvus's own defaults (what an operator runs), or the tests' shortened loops
+SERVER_CONFIGS = ("default", "test")
 OUT = ROOT / "benchmarks" / "results" / "engines.json"
 WRITE_CHUNK = 10_000
 
@@ -113,6 +116,7 @@ def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) 
             index=f"bench_{setting['preset']}_{size}",
             embedding_dim=vectors.shape[1],
             index_preset=setting["preset"],
+            consistency_level=setting.get("consistency_level", "Session"),
             progress_bar=False,
         )
     started = time.perf_counter()
@@ -148,7 +152,7 @@ def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) 
     }
 
 
-def run_child(name: str, size: int, n_questions: int) -> dict:
+def run_child(name: str, size: int, n_questions: int, server_config: str = "default") -> dict:
     """One engine's row from a child process; a Milvus engine gets a server of its own, started for it on a fresh
     data folder and stopped after its RSS is read, so no other engine's collection is in that figure."""
     from milvus_server import MilvusServer
@@ -161,7 +165,7 @@ def run_child(name: str, size: int, n_questions: int) -> dict:
     if ENGINES[name]["kind"] != "milvus":
         return child("-")
     with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
-        server = MilvusServer(Path(data)).start()
+        server = MilvusServer(Path(data), config={} if server_config == "default" else None).start()
         try:
             row = child(server.uri)
             row["server_rss_gib"] = rss_gib(server.server_pid())
@@ -202,6 +206,9 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of: {', '.join(ENGINES)}")
     parser.add_argument("--questions", type=int, default=1000, help="dev questions asked of each engine (max 1000)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--server-config", choices=SERVER_CONFIGS, default="default", help="the Milvus servers' configuration"
+    )
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "SIZE", "URI"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -214,13 +221,15 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         size_rows = []
         for name in args.engines.split(","):
-            row = run_child(name, size, args.questions)
+            row = run_child(name, size, args.questions, args.server_config)
             size_rows.append(row)
             print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
         score(size_rows)
         rows += size_rows
     report = {
-        "command": f"python benchmarks/scale.py engines --sizes {args.sizes} --questions {args.questions}",
+        "command": f"python benchmarks/scale.py engines --sizes {args.sizes} --questions {args.questions}"
+        f" --engines '{args.engines}' --server-config {args.server_config}",
+        "server_config": args.server_config,
         "wall_s": round(time.perf_counter() - started),
         "rows": [{k: v for k, v in r.items() if k not in ("ranked", "gold")} for r in rows],
     }

@@ -2,11 +2,13 @@
 
 import gzip
 import json
+import os
 import random
 from pathlib import Path
 from typing import Iterable, List, Tuple
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "squad"
+# SQuAD v1.1's folder: the SQUAD variable, else a "shared/data/squad" folder beside the clone (this project's machines)
+DATA = Path(os.environ.get("SQUAD") or Path(__file__).resolve().parents[2].parent / "shared" / "data" / "squad")
 Question = Tuple[str, List[str], str]  # text, answers, gold passage id
 Paragraph = Tuple[str, str, str]  # passage id, title, text
 

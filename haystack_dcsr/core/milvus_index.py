@@ -14,8 +14,11 @@ sentences arrive in two calls (a caller's batches) is completed by the second. `
 sentences do not add up (a sentence deleted directly, a passage still half-written), so a partial passage is never
 served.
 
-Milvus searches at most 16,384 rows per query; the collection's consistency level is ``Strong`` by default,
-so a query sees every write that returned (``Bounded`` trades that for throughput).
+Milvus searches at most 16,384 rows per query. Reads run at ``Session`` consistency by default: a process sees
+every write it made itself that returned (Milvus waits for the server to have applied them), while a process that
+has not written does not wait for the server's time tick (~200 ms on a default server); it sees other processes'
+writes once the server has applied them, within about one time tick. ``Strong`` makes every read wait for every
+write that returned anywhere; ``Bounded`` and ``Eventually`` wait for none (``CONSISTENCY_LEVELS``).
 """
 
 import json
@@ -41,6 +44,21 @@ WRITE_BATCH = 1_000
 READ_BATCH = 1_000
 
 METRICS = ("IP", "COSINE")
+SIMILARITIES = {"dot_product": "IP", "cosine": "COSINE"}  # Haystack's names for them
+
+
+def metric_of(similarity: str) -> str:
+    """The Milvus metric of a Haystack ``similarity`` (``dot_product``, what DCSR ranks by, or ``cosine``)."""
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
+    return SIMILARITIES[similarity]
+
+
+# this process's deletes per (uri, collection), and how many of them its reads are known to see (``Session``)
+_DELETES_MADE: Dict[Any, int] = {}
+_DELETES_SEEN: Dict[Any, int] = {}
+# what each level guarantees a read (the default first); ``guarantee`` in docs/guides/milvus-operations.md
+CONSISTENCY_LEVELS = ("Session", "Strong", "Bounded", "Eventually")
 
 
 class MilvusUnavailableError(ConnectionError):
@@ -68,7 +86,11 @@ class MilvusSentenceIndex(MaplessIndex):
     :param token: ``user:password`` or an API key.
     :param timeout: seconds any call (connecting, searching, reading, writing) may take before it fails with
         ``MilvusUnavailableError``: a server that is down or hung is a bounded failure.
-    :param consistency_level: ``Strong`` (a query sees every returned write) or ``Bounded``/``Eventually``.
+    :param consistency_level: what a read waits for (``CONSISTENCY_LEVELS``): ``Session`` (this process's own
+        returned writes), ``Strong`` (every returned write, from any client: each read waits for the server's
+        time tick), ``Bounded`` or ``Eventually`` (none). Applied to every read, whatever level the collection was
+        created with; a read that lists the collection page by page follows the collection's level for any
+        other process's writes (Milvus takes its iterator's level from the collection).
     """
 
     def __init__(
@@ -80,8 +102,10 @@ class MilvusSentenceIndex(MaplessIndex):
         preset: str = "flat",
         token: str = "",
         timeout: float = 30.0,
-        consistency_level: str = "Strong",
+        consistency_level: str = "Session",
     ):
+        if consistency_level not in CONSISTENCY_LEVELS:
+            raise ValueError(f"consistency_level must be one of {', '.join(CONSISTENCY_LEVELS)}: {consistency_level!r}")
         if metric.upper() not in METRICS:
             raise ValueError(f"metric must be one of {', '.join(METRICS)} (DCSR ranks by inner products): {metric!r}")
         if preset not in MILVUS_PRESETS:
@@ -90,6 +114,7 @@ class MilvusSentenceIndex(MaplessIndex):
         self.timeout, self.consistency_level = timeout, consistency_level
         self._token = token
         self._client = None
+        self._new_connection = True  # reads have not yet caught up with the server on this connection
         self.embedding_dim = self._existing_dim()
         if self.embedding_dim is None and embedding_dim is not None:
             self._create(embedding_dim)
@@ -184,8 +209,7 @@ class MilvusSentenceIndex(MaplessIndex):
         if not sentences:
             return 0
         self._require()
-        if vectors is not None and len(vectors) != len(sentences):
-            raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+        self._check_vectors(sentences, vectors)
         rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
         for row in rows:  # every row checked before anything is deleted: the server would refuse the batch whole
             check_row_limits(row)
@@ -217,8 +241,7 @@ class MilvusSentenceIndex(MaplessIndex):
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
         self._require()
-        if len(vectors) != len(sentences):
-            raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+        self._check_vectors(sentences, vectors)
         rows = [self._row(doc, vector) for doc, vector in zip(sentences, vectors)]
         for row in rows:
             check_row_limits(row)
@@ -238,9 +261,12 @@ class MilvusSentenceIndex(MaplessIndex):
                 self._call(
                     lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences"
                 )
-            return
-        expr = expression or EVERY_ROW
-        self._call(lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences")
+        else:
+            expr = expression or EVERY_ROW
+            self._call(
+                lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences"
+            )
+        _DELETES_MADE[self._key] = _DELETES_MADE.get(self._key, 0) + 1
 
     # ---- reads -----------------------------------------------------------------------------------
 
@@ -252,9 +278,14 @@ class MilvusSentenceIndex(MaplessIndex):
         if not self.exists:
             return 0
         expr = _and(expression, _embedded(embedded))
+        self._settle()
         found = self._call(
             lambda: self.client.query(
-                self.collection, filter=expr or EVERY_ROW, output_fields=["count(*)"], timeout=self.timeout
+                self.collection,
+                filter=expr or EVERY_ROW,
+                output_fields=["count(*)"],
+                timeout=self.timeout,
+                consistency_level=self.consistency_level,
             ),
             "count sentences",
         )
@@ -273,13 +304,20 @@ class MilvusSentenceIndex(MaplessIndex):
         if not self.exists:
             return
         expression = _and(expression, _embedded(embedded))
+        self._settle()
         fields = ["id", "content", "meta", "position", "embedded"] + (["vector"] if with_vectors else [])
         if ids is not None:
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
                 expr = _and(expression, f"id in {literal(ids[start : start + READ_BATCH])}")
                 found = self._call(
-                    lambda: self.client.query(self.collection, filter=expr, output_fields=fields, timeout=self.timeout),
+                    lambda: self.client.query(
+                        self.collection,
+                        filter=expr,
+                        output_fields=fields,
+                        timeout=self.timeout,
+                        consistency_level=self.consistency_level,
+                    ),
                     "read sentences",
                 )
                 yield from (_sentence(row) for row in found)
@@ -296,6 +334,7 @@ class MilvusSentenceIndex(MaplessIndex):
                     timeout=self.timeout,
                     iterator="True",  # the server returns the smallest ids first, as its own iterator relies on
                     reduce_stop_for_best="True",
+                    guarantee_timestamp=self._own_writes_timestamp(),
                 ),
                 "read sentences",
             )
@@ -317,6 +356,7 @@ class MilvusSentenceIndex(MaplessIndex):
                 f"{self.embedding_dim}-dimensional vectors: query with the towers it was built with"
             )
         top_n = min(top_n, MAX_TOP_N)
+        self._settle()
         params = dict(MILVUS_PRESETS[self.preset].search_params)
         if MILVUS_PRESETS[self.preset].index_type == "HNSW":
             params["ef"] = max(top_n, 64)
@@ -329,6 +369,7 @@ class MilvusSentenceIndex(MaplessIndex):
                 output_fields=["position"],
                 search_params={"metric_type": self.metric, "params": params},
                 timeout=self.timeout,
+                consistency_level=self.consistency_level,
             ),
             "search",
         )
@@ -353,6 +394,59 @@ class MilvusSentenceIndex(MaplessIndex):
 
     # ---- plumbing --------------------------------------------------------------------------------
 
+    @property
+    def _key(self):
+        return self.uri, self.collection
+
+    def _settle(self) -> None:
+        """Before a read at ``Session``: one ``Strong`` read first, once on each new connection and once after this
+        process deleted from the collection. A reader's first read on a connection (a new process, a server just
+        restarted and replaying its log) then sees every write that returned before it, never a state the
+        collection did not pass through, such as an empty collection mid-recovery; and Milvus 2.3 answers a delete
+        without its timestamp, so the client's record of its last write (what ``Session`` waits for) does not
+        cover a delete. Once the server has applied everything up to now, every later read sees it."""
+        deletes = _DELETES_MADE.get(self._key, 0)
+        if self.consistency_level != "Session" or (
+            not self._new_connection and _DELETES_SEEN.get(self._key, 0) >= deletes
+        ):
+            return
+        self._call(
+            lambda: self.client.query(
+                self.collection,
+                filter=EVERY_ROW,
+                output_fields=["id"],
+                limit=1,
+                timeout=self.timeout,
+                consistency_level="Strong",
+            ),
+            "catch up with the server",
+        )
+        self._new_connection = False
+        _DELETES_SEEN[self._key] = max(_DELETES_SEEN.get(self._key, 0), deletes)
+
+    def _own_writes_timestamp(self) -> int:
+        """The server timestamp of this process's last write to the collection (1: none), for a read that
+        cannot take a consistency level of its own (Milvus's id-ordered paging): it then still sees this
+        process's writes on a ``Session`` collection (a ``Strong`` collection waits for every write anyway)."""
+        from pymilvus.client import ts_utils
+
+        address = self.client._get_connection().server_address
+        return ts_utils.get_collection_ts(self.collection, address, "") or ts_utils.get_eventually_ts()
+
+    def _check_vectors(self, sentences: Sequence[Any], vectors) -> None:
+        """Refuse vectors that do not fit the collection, naming both widths, before anything is written."""
+        if vectors is None:
+            return
+        if len(vectors) != len(sentences):
+            raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+        widths = {len(vector) for vector in vectors if vector is not None}
+        if widths - {self.embedding_dim}:
+            raise ValueError(
+                f"{max(widths - {self.embedding_dim})}-dimensional vectors for Milvus collection {self.collection!r}, "
+                f"which holds {self.embedding_dim}-dimensional ones: embed with the towers it was built with (or "
+                "use another collection); nothing was written"
+            )
+
     def _require(self) -> None:
         if not self.exists:
             raise ValueError(
@@ -374,14 +468,27 @@ class MilvusSentenceIndex(MaplessIndex):
 
     @property
     def client(self):
-        """The server's client, connected on first use and again after the server was unreachable."""
+        """The server's client, connected on first use and again after the server was unreachable. Each
+        connection is this index's own (``dedicated``): pymilvus otherwise shares one channel per URI in the
+        process, and a channel that failed while the server was down can stay in gRPC's reconnect backoff (up to
+        two minutes) after the server is back, so a new client would inherit the wait."""
         if self._client is None:
             from pymilvus import MilvusClient
 
             self._client = self._call(
-                lambda: MilvusClient(uri=self.uri, token=self._token, timeout=self.timeout), "connect"
+                lambda: MilvusClient(uri=self.uri, token=self._token, timeout=self.timeout, dedicated=True),
+                "connect",
             )
+            self._new_connection = True
         return self._client
+
+    def _disconnect(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - the channel is being dropped because it failed
+                pass
 
     def _call(self, action, what: str):
         import grpc
@@ -392,7 +499,7 @@ class MilvusSentenceIndex(MaplessIndex):
         except (MilvusException, grpc.RpcError) as error:  # a deadline passed: grpc's own error, not pymilvus's
             if not _unavailable(error):
                 raise
-            self._client = None  # reconnect on the next call: the server may come back on the same address
+            self._disconnect()  # a new connection on the next call: the server may come back on the same address
             raise MilvusUnavailableError(
                 f"Milvus at {self.uri} did not answer ({what}, collection {self.collection!r}): {_message(error)}. "
                 "A read can be retried once the server is back; a write that failed here may be partly done: run "
@@ -406,13 +513,23 @@ def _message(error) -> str:
     return getattr(error, "message", None) or (details() if callable(details) else str(error))
 
 
+UNAVAILABLE_CODE = 503  # the code a Milvus 2.3 server gives an error of its own that a retry resolves
+UNAVAILABLE_WORDS = (
+    "unavailable",
+    "not available",  # a restarted server whose channels are not subscribed again yet
+    "deadline",
+    "timeout",
+    "fail connecting",
+    "connection",
+    "not loaded",
+    "not ready",
+)
+
+
 def _unavailable(error) -> bool:
     """Errors of a server that is down, hung (a deadline passed), restarting or still loading its collections."""
     text = _message(error).lower()
-    return any(
-        word in text
-        for word in ("unavailable", "deadline", "timeout", "fail connecting", "connection", "not loaded", "not ready")
-    )
+    return getattr(error, "code", None) == UNAVAILABLE_CODE or any(word in text for word in UNAVAILABLE_WORDS)
 
 
 def check_row_limits(row: Dict[str, Any]) -> None:

@@ -15,24 +15,14 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.errors import DuplicateDocumentError
 from haystack.schema import Document, Label
 
-from haystack_dcsr.core.milvus_index import EVERY_ROW, NO_ROW, MilvusSentenceIndex, literal
+from haystack_dcsr.core.filters import check_filters
+from haystack_dcsr.core.milvus_filters import milvus_expression
+from haystack_dcsr.core.milvus_index import MilvusSentenceIndex, metric_of
 from haystack_dcsr.core.sentence_units import position
 from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
-from haystack_dcsr.haystack1.filters import LOGICAL, FilterError, check_filters
 
 logger = logging.getLogger(__name__)
 
-SIMILARITIES = {"dot_product": "IP", "cosine": "COSINE"}
-OPERATORS = {
-    "$eq": "==",
-    "$ne": "!=",
-    "$gt": ">",
-    "$gte": ">=",
-    "$lt": "<",
-    "$lte": "<=",
-    "$in": "in",
-    "$nin": "not in",
-}
 STORE = "MilvusDocumentStore"
 
 
@@ -46,7 +36,9 @@ class MilvusDocumentStore(BaseDocumentStore):
     :param index_preset: the Milvus vector index: ``flat`` (exact), ``hnsw`` or ``ivf_sq8``.
     :param token: ``user:password`` or an API key.
     :param timeout: seconds a server call may take before it fails with a clear error.
-    :param consistency_level: ``Strong`` (a query sees every returned write) or ``Bounded``.
+    :param consistency_level: ``Session`` (a query sees every write this process made that returned, without
+        waiting for the server's time tick), ``Strong`` (every write that returned, from any process) or
+        ``Bounded``/``Eventually`` (``core.milvus_index.CONSISTENCY_LEVELS``).
     :param duplicate_documents: ``overwrite`` (a passage written again replaces its sentences), ``skip`` or ``fail``.
     :param progress_bar: shown by ``update_embeddings``.
     """
@@ -60,13 +52,12 @@ class MilvusDocumentStore(BaseDocumentStore):
         index_preset: str = "flat",
         token: str = "",
         timeout: float = 30.0,
-        consistency_level: str = "Strong",
+        consistency_level: str = "Session",
         duplicate_documents: str = "overwrite",
         progress_bar: bool = True,
     ):
         super().__init__()
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
+        metric_of(similarity)  # refused here, by name, before anything connects
         if duplicate_documents not in ("overwrite", "skip", "fail"):
             raise ValueError(f"duplicate_documents must be overwrite, skip or fail, got {duplicate_documents!r}")
         self.uri, self.index, self.embedding_dim, self.similarity = uri, index, embedding_dim, similarity
@@ -87,7 +78,7 @@ class MilvusDocumentStore(BaseDocumentStore):
                 self.uri,
                 name,
                 self.embedding_dim,
-                SIMILARITIES[self.similarity],
+                metric_of(self.similarity),
                 self.index_preset,
                 self.token,
                 self.timeout,
@@ -293,70 +284,3 @@ class MilvusSentenceSearch(SentenceSearch):
 
     def read(self, refs, known={}):
         return self._index.read(refs, known)
-
-
-def milvus_expression(filters: Optional[FilterType]) -> str:
-    """A Haystack 1.x filter as a Milvus boolean expression over the ``meta`` JSON field ("" for none), meaning
-    what ``filters.matcher`` means on every other store: an empty ``$or`` selects nothing (``NO_ROW``, never the
-    empty expression, which a delete reads as "every row"), ``$ne`` holds only where the field exists, a mixed
-    ``$in`` list compares each kind with its own; a comparison with null is refused by name."""
-    if not filters:
-        return ""
-    check_filters(filters, numeric_ranges=STORE)
-    return _conjunction(filters)
-
-
-def _conjunction(clause: Union[Dict[str, Any], List[Any]]) -> str:
-    parts = []
-    for item in clause if isinstance(clause, list) else [clause]:
-        for key, value in item.items():
-            if key in LOGICAL:
-                parts.append(_logical(key, value))
-            else:
-                parts.append(_comparisons(key, value))
-    return _joined(parts, "and", EVERY_ROW)
-
-
-def _logical(operator: str, value: Any) -> str:
-    if operator == "$not":
-        return f"not ({_conjunction(value)})"
-    items = [{k: v} for k, v in value.items()] if isinstance(value, dict) else list(value)
-    empty = NO_ROW if operator == "$or" else EVERY_ROW  # no alternative holds; every one of no conditions does
-    return _joined([_conjunction(item) for item in items], operator[1:], empty)
-
-
-def _joined(parts: List[str], operator: str, empty: str) -> str:
-    if not parts:
-        return empty
-    return f" {operator} ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
-
-
-def _comparisons(field: str, value: Any) -> str:
-    name = f"meta[{literal(field)}]"
-    if not isinstance(value, dict):
-        value = {"$in": value} if isinstance(value, list) else {"$eq": value}
-    parts = []
-    for operator, operand in value.items():
-        if operator not in OPERATORS:
-            raise FilterError(f"{STORE} cannot evaluate {operator!r} on field {field!r}")
-        if operand is None or (isinstance(operand, list) and None in operand):
-            raise FilterError(f"{STORE} cannot compare field {field!r} with null ({operator}): filter on a value")
-        if operator in ("$in", "$nin"):
-            kinds = _by_kind(operand)
-            join = "or" if operator == "$in" else "and"
-            none = NO_ROW if operator == "$in" else EVERY_ROW  # in no value; outside every one of none
-            parts.append(_joined([f"{name} {OPERATORS[operator]} {literal(group)}" for group in kinds], join, none))
-        elif operator == "$ne":  # a passage without the field is not "not equal" (Haystack's evaluator)
-            parts.append(f"(exists {name}) and ({name} != {literal(operand)})")
-        else:
-            parts.append(f"{name} {OPERATORS[operator]} {literal(operand)}")
-    return _joined(parts, "and", EVERY_ROW)
-
-
-def _by_kind(values: List[Any]) -> List[List[Any]]:
-    """``values`` grouped by kind (booleans, numbers, strings), in order: Milvus refuses a list that mixes them."""
-    groups: Dict[str, List[Any]] = {}
-    for value in values:
-        kind = "bool" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else "other"
-        groups.setdefault(kind, []).append(value)
-    return list(groups.values())

@@ -11,6 +11,7 @@ from haystack.schema import Document
 
 from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
 from haystack_dcsr.core.encoder import PassageTower
+from haystack_dcsr.core.filters import per_query_filters
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
@@ -21,7 +22,6 @@ from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
 from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker, mark_answers
 from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
-from haystack_dcsr.haystack1.filters import per_query_filters
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 
 CONFIG_NAME = "dcsr_retriever.json"

@@ -6,7 +6,8 @@
                (DCSRRetriever = DCSRTextEmbedder -> DCSREmbeddingRetriever, the integrations' split, in one)
                [-> DCSRAnswerSentenceMarker: the sentence of each passage that best answers, scored alone]
 
-Sentence stores: ``InMemoryDocumentStore`` and Qdrant (``qdrant-haystack``); see ``stores``.
+Sentence stores: ``InMemoryDocumentStore``, Qdrant (``qdrant-haystack``), Milvus (``DCSRMilvusDocumentStore``, the
+layout the 1.x ``MilvusDocumentStore`` writes; or ``milvus-haystack``'s store); see ``stores``.
 
 Haystack 3 loads YAML only from allow-listed modules; importing this package allow-lists its own
 components (and nothing else), as Haystack does for ``haystack_integrations``, so
@@ -16,6 +17,7 @@ components (and nothing else), as Haystack does for ``haystack_integrations``, s
 from haystack_dcsr.haystack2.embedder import DCSRDocumentEmbedder
 from haystack_dcsr.haystack2.evidence import DCSRAnswerSentenceMarker
 from haystack_dcsr.haystack2.joiner import DCSRHybridJoiner
+from haystack_dcsr.haystack2.milvus_store import DCSRMilvusDocumentStore
 from haystack_dcsr.haystack2.ranker import DCSRCrossEncoderRanker
 from haystack_dcsr.haystack2.retriever import DCSREmbeddingRetriever, DCSRRetriever, DCSRTextEmbedder
 from haystack_dcsr.haystack2.splitter import DCSRSentenceSplitter
@@ -26,6 +28,7 @@ __all__ = [
     "DCSRDocumentEmbedder",
     "DCSREmbeddingRetriever",
     "DCSRHybridJoiner",
+    "DCSRMilvusDocumentStore",
     "DCSRRetriever",
     "DCSRSentenceSplitter",
     "DCSRTextEmbedder",

@@ -1,5 +1,6 @@
 """DCSRDocumentEmbedder: each passage encoded whole, one vector per sentence Document."""
 
+import asyncio
 from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
@@ -71,6 +72,12 @@ class DCSRDocumentEmbedder:
         )
         row = {doc.id: i for i, doc in enumerate(doc for passage in ordered for doc in passage)}
         return {"documents": [replace(doc, embedding=vectors[row[doc.id]].tolist()) for doc in documents]}
+
+    @component.output_types(documents=List[Document])
+    async def run_async(self, documents: List[Document]) -> Dict[str, List[Document]]:
+        """``run`` in a worker thread, so that the event loop of ``Pipeline.run_async`` keeps serving while passages
+        are encoded (torch releases the GIL while it computes)."""
+        return await asyncio.to_thread(self.run, documents)
 
     def to_dict(self) -> Dict[str, Any]:
         return default_to_dict(

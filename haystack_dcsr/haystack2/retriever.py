@@ -5,10 +5,12 @@
 component for the common case, a query string in.
 """
 
-from typing import Any, Dict, List, Optional
+import asyncio
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils.deserialization import deserialize_component_inplace
 
 from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles
@@ -60,6 +62,11 @@ class DCSRTextEmbedder:
             )
         return {"embedding": self._model.encode_queries([text])[0].tolist()}
 
+    @component.output_types(embedding=List[float])
+    async def run_async(self, text: str) -> Dict[str, List[float]]:
+        """``run`` in a worker thread: the event loop keeps serving while the query is encoded."""
+        return await asyncio.to_thread(self.run, text)
+
     def to_dict(self) -> Dict[str, Any]:
         return default_to_dict(
             self, model=self.model, device=self.device, precision=self.precision, quantize=self.quantize
@@ -89,6 +96,8 @@ class DCSREmbeddingRetriever:
     :param top_k: passages returned.
     :param top_n_sentences: sentences read per query (paper: 3,000); engines that cap k need less.
     :param temperature: HasAns softmax temperature; None uses the model's.
+    :param filter_policy: how ``run``'s filters meet ``filters``: ``replace`` them (the default) or ``merge``
+        with them (an AND of both), as the Haystack integrations' retrievers do.
     """
 
     def __init__(
@@ -99,6 +108,7 @@ class DCSREmbeddingRetriever:
         top_k: int = 10,
         top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
+        filter_policy: Union[str, FilterPolicy] = FilterPolicy.REPLACE,
     ):
         check_parameters(
             "DCSREmbeddingRetriever", top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature
@@ -109,6 +119,7 @@ class DCSREmbeddingRetriever:
         self.top_k = top_k
         self.top_n_sentences = top_n_sentences
         self.temperature = temperature
+        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
         self._sentences = sentence_store_for(document_store)
         self._settings = ModelFiles.locate(model).settings
         if similarity_of(document_store) == "cosine" and not self._settings.normalize:
@@ -123,7 +134,7 @@ class DCSREmbeddingRetriever:
     ) -> Dict[str, List[Document]]:
         if top_k is not None:
             check_parameters("DCSREmbeddingRetriever", top_k=top_k)
-        filters = filters if filters is not None else self.filters
+        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
         temperature = model_setting(self.temperature, self._settings, "temperature")
         with guard(self.document_store).reading():  # one state of the store: no write between search and read
             ranked = rank_passages(
@@ -135,6 +146,14 @@ class DCSREmbeddingRetriever:
                 [filters],
             )[0]
         return {"documents": [self._document(passage) for passage in ranked]}
+
+    @component.output_types(documents=List[Document])
+    async def run_async(
+        self, query_embedding: List[float], filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        """``run`` in a worker thread: the engine's search and reads block, the event loop does not. Concurrent
+        queries see the store between two writes, as ``run``'s do (the store's guard)."""
+        return await asyncio.to_thread(self.run, query_embedding, filters, top_k)
 
     @staticmethod
     def _document(ranked: RankedPassage) -> Document:
@@ -150,6 +169,7 @@ class DCSREmbeddingRetriever:
             top_k=self.top_k,
             top_n_sentences=self.top_n_sentences,
             temperature=self.temperature,
+            filter_policy=self.filter_policy.value,
         )
 
     @classmethod
@@ -161,10 +181,11 @@ class DCSREmbeddingRetriever:
 @component
 class DCSRRetriever:
     """DCSR retrieval from a query string: ``DCSRTextEmbedder`` and ``DCSREmbeddingRetriever`` in one
-    component, for the common case (see ``DCSREmbeddingRetriever`` for what it returns).
+    component, for the common case (see ``DCSREmbeddingRetriever`` for what it returns). Its settings are its
+    two inner components' (``RETRIEVER_SETTINGS`` and ``EMBEDDER_SETTINGS``): read and saved from them.
 
-    :param document_store: ``InMemoryDocumentStore``, ``QdrantDocumentStore`` or ``MilvusDocumentStore`` holding
-        sentence Documents.
+    :param document_store: ``InMemoryDocumentStore``, ``QdrantDocumentStore``, ``DCSRMilvusDocumentStore`` or
+        ``MilvusDocumentStore`` holding sentence Documents.
     :param model: the DCSR model the sentences were embedded with (only its query tower is loaded).
     :param filters: default filters (Haystack 2.x syntax), as for ``DCSREmbeddingRetriever``.
     :param top_k: passages returned.
@@ -174,7 +195,19 @@ class DCSRRetriever:
     :param precision: ``auto``, ``fp32``, ``fp16`` or ``bf16``.
     :param quantize: ``"int8"``: the query tower runs int8, compiled at ``warm_up`` (CPU only), as for
         ``DCSRTextEmbedder``.
+    :param filter_policy: ``replace`` (the default) or ``merge`` ``run``'s filters with ``filters``.
     """
+
+    RETRIEVER_SETTINGS = (
+        "document_store",
+        "model",
+        "filters",
+        "top_k",
+        "top_n_sentences",
+        "temperature",
+        "filter_policy",
+    )
+    EMBEDDER_SETTINGS = ("device", "precision", "quantize")
 
     def __init__(
         self,
@@ -187,6 +220,7 @@ class DCSRRetriever:
         device: Optional[str] = None,
         precision: Precision = "auto",
         quantize: Optional[Quantize] = None,
+        filter_policy: Union[str, FilterPolicy] = FilterPolicy.REPLACE,
     ):
         check_parameters(  # named as the component the user built
             optional=("quantize",),
@@ -196,17 +230,21 @@ class DCSRRetriever:
             quantize=quantize,
         )
         check_quantize_device("DCSRRetriever", quantize, device)
-        self._retriever = DCSREmbeddingRetriever(document_store, model, filters, top_k, top_n_sentences, temperature)
+        self._retriever = DCSREmbeddingRetriever(
+            document_store, model, filters, top_k, top_n_sentences, temperature, filter_policy
+        )
         self._embedder = DCSRTextEmbedder(model, device, precision, quantize)
-        self.document_store = document_store
-        self.model = model
-        self.filters = filters
-        self.top_k = top_k
-        self.top_n_sentences = top_n_sentences
-        self.temperature = temperature
-        self.device = device
-        self.precision = precision
-        self.quantize = quantize
+
+    def __getattr__(self, name: str) -> Any:
+        """The settings live in the inner components: ``retriever.top_k`` is its ``DCSREmbeddingRetriever``'s."""
+        owner = {
+            **dict.fromkeys(self.RETRIEVER_SETTINGS, "_retriever"),
+            **dict.fromkeys(self.EMBEDDER_SETTINGS, "_embedder"),
+        }
+        inner = self.__dict__.get(owner.get(name, ""))  # (absent while the object is being copied or built)
+        if inner is not None:
+            return getattr(inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def warm_up(self) -> None:
         """Load the query tower now rather than on the first query (an int8 one compiles here too)."""
@@ -221,19 +259,18 @@ class DCSRRetriever:
         embedding = self._embedder.run(query)["embedding"]
         return self._retriever.run(embedding, filters=filters, top_k=top_k)
 
+    @component.output_types(documents=List[Document])
+    async def run_async(
+        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        """``run`` in a worker thread (encoding, search and reads), for ``Pipeline.run_async`` and asyncio servers."""
+        return await asyncio.to_thread(self.run, query, filters, top_k)
+
     def to_dict(self) -> Dict[str, Any]:
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            model=self.model,
-            filters=self.filters,
-            top_k=self.top_k,
-            top_n_sentences=self.top_n_sentences,
-            temperature=self.temperature,
-            device=self.device,
-            precision=self.precision,
-            quantize=self.quantize,
-        )
+        """The inner components' settings, saved as this component's (one source: the components themselves)."""
+        retriever = self._retriever.to_dict()["init_parameters"]
+        embedder = self._embedder.to_dict()["init_parameters"]
+        return default_to_dict(self, **retriever, **{key: embedder[key] for key in self.EMBEDDER_SETTINGS})
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "DCSRRetriever":

@@ -3,7 +3,8 @@
 Every Haystack 2.x store integration has its own embedding search, score scale and filter translation; this
 module is the one place that knows them. Supported: ``InMemoryDocumentStore`` (exact search),
 ``QdrantDocumentStore`` (``qdrant-haystack``: HNSW, local or a cluster) and ``MilvusDocumentStore``
-(``milvus-haystack``: a Milvus server, a cluster or Milvus Lite). A hit's passage version is read off the hit
+(``milvus-haystack``: a Milvus server, a cluster or Milvus Lite). A store of DCSR's own (``DCSRMilvusDocumentStore``)
+brings its sentence index itself (``dcsr_search``). A hit's passage version is read off the hit
 itself, so a sentence left over from an older version of its passage (a re-write through the store, a direct
 delete) is a version the store cannot serve whole: the driver leaves it out.
 """
@@ -138,7 +139,11 @@ STORES = {
 }
 
 
-def sentence_store_for(document_store) -> StoreSentences:
+def sentence_store_for(document_store):
+    """The driver's ``SentenceIndex`` over a store: the store's own (``dcsr_search``, a DCSR store such as
+    ``DCSRMilvusDocumentStore``), or this module's adapter for an integration's store."""
+    if callable(getattr(document_store, "dcsr_search", None)):
+        return document_store.dcsr_search()
     kind = type(document_store).__name__
     if kind not in STORES:
         raise TypeError(

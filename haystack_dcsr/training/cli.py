@@ -1,6 +1,6 @@
 """``dcsr-train`` (= ``python -m haystack_dcsr.training``): convert data, mine hard negatives, train.
 
-dcsr-train convert-squad ../shared/data/squad/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
+dcsr-train convert-squad $SQUAD/train-v1.1.json.gz data/squad_train.jsonl --corpus data/corpus.jsonl
 dcsr-train mine-bm25 data/squad_train.jsonl data/corpus.jsonl data/squad_train_bm25.jsonl
 dcsr-train train --config squad_dcsr.yaml --set lr=1e-5 --set epochs=2   # a shipped recipe, or a file
 torchrun --nproc_per_node 8 -m haystack_dcsr.training train --config trainer/configs/squad_dcsr.yaml

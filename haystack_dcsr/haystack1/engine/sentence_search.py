@@ -24,6 +24,7 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
+from haystack_dcsr.core.filters import check_filters, mixed_kinds
 from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits
 from haystack_dcsr.core.sentence_units import (
     PassageRef,
@@ -42,7 +43,6 @@ from haystack_dcsr.haystack1.engine.sql_rows import (
     vector_ids_matching,
     vector_rows,
 )
-from haystack_dcsr.haystack1.filters import check_filters, mixed_kinds
 
 logger = logging.getLogger(__name__)
 

@@ -269,7 +269,8 @@ def vector_ids_matching(document_store, index: str, filters: FilterType) -> List
     values (``haystack_dcsr.haystack1.filters``): SQL would compare the JSON text of numbers as strings."""
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
 
-    from haystack_dcsr.haystack1.filters import filter_fields, matcher
+    from haystack_dcsr.core.filters import filter_fields
+    from haystack_dcsr.haystack1.filters import matcher
 
     match = matcher(filters)
     fields = sorted(filter_fields(filters))
