@@ -39,6 +39,8 @@ ENGINES = {
     "Milvus flat": {"kind": "milvus", "preset": "flat", "top_n": 3000},
     "Milvus hnsw": {"kind": "milvus", "preset": "hnsw", "top_n": 3000},
     "Milvus flat Strong": {"kind": "milvus", "preset": "flat", "top_n": 3000, "consistency_level": "Strong"},
+    "Milvus flat top_n 1000": {"kind": "milvus", "preset": "flat", "top_n": 1000},
+    "Milvus flat top_n 300": {"kind": "milvus", "preset": "flat", "top_n": 300},
 }
 # the Milvus server's configuration: Milvus's own defaults (what an operator runs), or the tests' shortened loops
 SERVER_CONFIGS = ("default", "test")
