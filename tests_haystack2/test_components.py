@@ -395,3 +395,42 @@ def test_filter_policy_replaces_or_merges_the_init_filters_and_settings_have_one
     loaded = DCSRRetriever.from_dict(merge.to_dict())
     assert loaded.filter_policy == FilterPolicy.MERGE and loaded.top_k == 5 and loaded.precision == "auto"
     assert [d.id for d in loaded.run(query=question, filters=paris)["documents"]] == ["Paris"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "qdrant", "milvus", "dcsr_milvus"])
+def test_delete_passages_removes_whole_passages_stale_sentences_included(kind, passages):
+    """Through the retriever, as on 1.x: by passage id and by filter, every sentence of each passage goes (an
+    older version's tail, left by a re-write through the store, too), nothing else, and rankings follow."""
+    if kind == "memory":
+        store = InMemoryDocumentStore()
+    elif kind == "qdrant":
+        from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+        store = QdrantDocumentStore(
+            location=":memory:", embedding_dim=384, similarity="dot_product", progress_bar=False
+        )
+    elif kind == "milvus":
+        store = milvus_store()
+    else:
+        import uuid
+
+        from milvus_server import shared_uri
+
+        from haystack_dcsr.haystack2 import DCSRMilvusDocumentStore
+
+        store = DCSRMilvusDocumentStore(uri=shared_uri(), collection_name=f"del_{uuid.uuid4().hex[:8]}")
+    indexing(store).run({"split": {"documents": passages}})
+    shorter = Document(id="Paris", content="Paris is in France.", meta={"title": "Paris", "kind": "city"})
+    indexing(store).run({"split": {"documents": [shorter]}})  # the DCSR store re-writes whole; the others keep a tail
+    before = store.count_documents()
+    paris = {d.id for d in store.filter_documents() if d.id.startswith("Paris#")}
+    retriever = DCSRRetriever(document_store=store, model=MODEL, top_k=5)
+    assert retriever.delete_passages(passage_ids=["Paris", "nowhere"]) == len(paris)
+    assert store.count_documents() == before - len(paris)
+    city = {"field": "meta.kind", "operator": "==", "value": "city"}
+    assert retriever.delete_passages(filters=city) == 3  # Berlin, the one city left
+    served = retriever.run(query="What is the capital of Germany?")["documents"]
+    assert {d.id for d in served} == {p.id for p in passages if p.meta["kind"] == "other"}
+    assert all(d.meta["kind"] == "other" for d in store.filter_documents())
+    with pytest.raises(ValueError, match="passage_ids or filters"):
+        retriever.delete_passages()

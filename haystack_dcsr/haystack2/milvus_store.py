@@ -150,7 +150,7 @@ class DCSRMilvusDocumentStore:
 
     def dcsr_search(self) -> "MilvusSentenceSearch":
         """The ranking driver's ``SentenceIndex`` over this collection (what ``DCSRRetriever`` ranks over)."""
-        return MilvusSentenceSearch(self.index)
+        return MilvusSentenceSearch(self)
 
     # ---- serialisation -----------------------------------------------------------------------------
 
@@ -176,8 +176,8 @@ class DCSRMilvusDocumentStore:
 class MilvusSentenceSearch(MaplessIndex):
     """The core Milvus index for the ranking driver, with Haystack 2.x filters turned into Milvus expressions."""
 
-    def __init__(self, index: MilvusSentenceIndex):
-        self.index = index
+    def __init__(self, store: DCSRMilvusDocumentStore):
+        self.index, self.delete_passages = store.index, store.delete_passages
 
     def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]] = None):
         return self.index.search(query_vectors, top_n, milvus_expression(dict_syntax(filters)))

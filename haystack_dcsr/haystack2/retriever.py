@@ -155,6 +155,12 @@ class DCSREmbeddingRetriever:
         queries see the store between two writes, as ``run``'s do (the store's guard)."""
         return await asyncio.to_thread(self.run, query_embedding, filters, top_k)
 
+    def delete_passages(self, passage_ids: Optional[List[str]] = None, filters: Optional[Dict[str, Any]] = None) -> int:
+        """Delete whole passages from the store (every sentence of each, stale ones included) by passage id, or
+        those whose meta matches ``filters`` (Haystack 2.x syntax), as the 1.x retriever's ``delete_passages``
+        does; returns the sentence Documents deleted."""
+        return self._sentences.delete_passages(passage_ids=passage_ids, filters=filters)
+
     @staticmethod
     def _document(ranked: RankedPassage) -> Document:
         doc_id, content, meta = passage_parts(ranked)
@@ -249,6 +255,10 @@ class DCSRRetriever:
     def warm_up(self) -> None:
         """Load the query tower now rather than on the first query (an int8 one compiles here too)."""
         self._embedder.warm_up()
+
+    def delete_passages(self, passage_ids: Optional[List[str]] = None, filters: Optional[Dict[str, Any]] = None) -> int:
+        """``DCSREmbeddingRetriever.delete_passages``: whole passages out of the store."""
+        return self._retriever.delete_passages(passage_ids=passage_ids, filters=filters)
 
     @component.output_types(documents=List[Document])
     def run(

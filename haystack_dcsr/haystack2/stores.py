@@ -66,6 +66,22 @@ class StoreSentences(MaplessIndex):
         """Every sentence stored under these passages' ids: one nested-meta ``in`` filter per chunk."""
         return self._filter_in(PASSAGE_FIELD, list(dict.fromkeys(ref.passage_id for ref in passages)))
 
+    def delete_passages(self, passage_ids: Optional[List[str]] = None, filters: Optional[Dict[str, Any]] = None) -> int:
+        """Delete whole passages (every sentence of each, of any version) by passage id, or those whose meta
+        matches ``filters`` (the store's 2.x filters); returns the sentence Documents deleted."""
+        if (passage_ids is None) == (filters is None):
+            raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+        if filters is not None:
+            matching = self.document_store.filter_documents(filters)
+            passage_ids = list(dict.fromkeys(position(doc, SPLITTER).passage_id for doc in matching))
+        ids = [doc.id for doc in self._sentences_of(list(passage_ids))]
+        if ids:
+            self.document_store.delete_documents(ids)  # the store's own write guard holds queries off meanwhile
+        return len(ids)
+
+    def _sentences_of(self, passage_ids: List[str]) -> List[Document]:
+        return self._filter_in(PASSAGE_FIELD, passage_ids)
+
     def _filter_in(self, field: str, values: List[str]) -> List[Document]:
         found: List[Document] = []
         for start in range(0, len(values), READ_CHUNK):
@@ -120,6 +136,11 @@ class MilvusSentences(StoreSentences):
         return self._filter_in(
             "id", [sid for ref in passages for sid in passage_sentence_ids(ref.passage_id, ref.count)]
         )
+
+    def _sentences_of(self, passage_ids: List[str]) -> List[Document]:
+        """Its filters cannot reach a passage's sentences of every version: the collection is listed and sorted here."""
+        wanted = set(passage_ids)
+        return [doc for doc in self.document_store.filter_documents() if position(doc, SPLITTER).passage_id in wanted]
 
 
 def _with_score(doc: Document, score: float) -> Document:
