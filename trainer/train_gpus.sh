@@ -8,14 +8,14 @@
 #   SQUAD     the folder holding SQuAD v1.1's train-v1.1.json(.gz)
 #   DATA      where the converted and mined records go (default: data/)
 #   GPUS      processes to start (default: every CUDA device torch sees)
-#   OUT       the run's folder (default: runs/<recipe name>)
+#   RUN_DIR   the run's folder (default: runs/<recipe name>)
 # Needs CUDA torch and `pip install haystack-dcsr` (no Haystack: the trainer runs on the core alone).
 set -euo pipefail
 
 RECIPE="${1:-squad_dcsr.yaml}"
 [ $# -gt 0 ] && shift
 DATA="${DATA:-data}"
-OUT="${OUT:-runs/$(basename "${RECIPE%.yaml}")}"
+RUN_DIR="${RUN_DIR:-runs/$(basename "${RECIPE%.yaml}")}"
 GPUS="${GPUS:-$(python -c 'import torch; print(torch.cuda.device_count())')}"
 if [ "$GPUS" -lt 1 ]; then
     echo "no CUDA device found: install CUDA torch, or set GPUS (dcsr-train train runs on a CPU too)" >&2
@@ -32,4 +32,4 @@ if [ ! -s "$DATA/train_bm25.jsonl" ]; then
 fi
 
 exec torchrun --standalone --nproc_per_node "$GPUS" -m haystack_dcsr.training train --config "$RECIPE" \
-    --set "train_file=$DATA/train_bm25.jsonl" --set "output_dir=$OUT" "$@"
+    --set "train_file=$DATA/train_bm25.jsonl" --set "output_dir=$RUN_DIR" "$@"
