@@ -127,13 +127,9 @@ class MilvusSentenceIndex(MaplessIndex):
     # ---- schema ----------------------------------------------------------------------------------
 
     def _existing_dim(self) -> Optional[int]:
-        if not self._call(
-            lambda: self.client.has_collection(self.collection, timeout=self.timeout), "look up the collection"
-        ):
+        if not self._request("look up the collection", "has_collection"):
             return None
-        described = self._call(
-            lambda: self.client.describe_collection(self.collection, timeout=self.timeout), "describe the collection"
-        )
+        described = self._request("describe the collection", "describe_collection")
         names = [f["name"] for f in described["fields"]]
         missing = [name for name in FIELDS if name not in names]
         if missing:
@@ -143,9 +139,7 @@ class MilvusSentenceIndex(MaplessIndex):
                 "writes text, vector and meta fields). Open it with the client that wrote it, or use another collection"
             )
         vector = next(f for f in described["fields"] if f["name"] == "vector")
-        index = self._call(
-            lambda: self.client.describe_index(self.collection, "vector", timeout=self.timeout), "describe the index"
-        )
+        index = self._request("describe the index", "describe_index", "vector")
         found = str(index.get("metric_type", "")).upper()
         if found and found != self.metric:
             raise ValueError(
@@ -155,7 +149,7 @@ class MilvusSentenceIndex(MaplessIndex):
         self.preset = next(
             (name for name, p in MILVUS_PRESETS.items() if p.index_type == index.get("index_type")), self.preset
         )
-        self._call(lambda: self.client.load_collection(self.collection, timeout=self.timeout), "load the collection")
+        self._request("load the collection", "load_collection")
         return int(vector["params"]["dim"])
 
     def _create(self, dim: int) -> None:
@@ -197,7 +191,7 @@ class MilvusSentenceIndex(MaplessIndex):
 
     def drop(self) -> None:
         """Delete the collection and everything in it."""
-        self._call(lambda: self.client.drop_collection(self.collection, timeout=self.timeout), "drop the collection")
+        self._request("drop the collection", "drop_collection")
         self.embedding_dim = None
 
     # ---- writes ----------------------------------------------------------------------------------
@@ -209,10 +203,7 @@ class MilvusSentenceIndex(MaplessIndex):
         if not sentences:
             return 0
         self._require()
-        self._check_vectors(sentences, vectors)
-        rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
-        for row in rows:  # every row checked before anything is deleted: the server would refuse the batch whole
-            check_row_limits(row)
+        rows = self._checked_rows(sentences, vectors)
         by_passage: Dict[str, List[Dict[str, Any]]] = {}
         for row in rows:  # a passage given twice in one call: its last version wins, as on every other store
             passage = by_passage.get(row["passage_id"])
@@ -222,7 +213,7 @@ class MilvusSentenceIndex(MaplessIndex):
         self._delete_other_versions({pid: passage[0]["position"]["version"] for pid, passage in by_passage.items()})
         written = [list({row["id"]: row for row in passage}.values()) for passage in by_passage.values()]
         for batch in _whole_passages(written, WRITE_BATCH):  # one request never splits a passage
-            self._call(lambda: self.client.upsert(self.collection, batch, timeout=self.timeout), "write sentences")
+            self._request("write sentences", "upsert", batch)
         return sum(len(passage) for passage in written)
 
     def _delete_other_versions(self, versions: Dict[str, str]) -> None:
@@ -233,21 +224,15 @@ class MilvusSentenceIndex(MaplessIndex):
                 f'(passage_id == {literal(pid)} and position["version"] != {literal(version)})'
                 for pid, version in items[start : start + READ_BATCH // 10]
             )
-            self._call(
-                lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout),
-                "delete earlier versions",
-            )
+            self._request("delete earlier versions", "delete", filter=expr)
 
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
         self._require()
-        self._check_vectors(sentences, vectors)
-        rows = [self._row(doc, vector) for doc, vector in zip(sentences, vectors)]
-        for row in rows:
-            check_row_limits(row)
+        rows = self._checked_rows(sentences, vectors)
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
-            self._call(lambda: self.client.upsert(self.collection, batch, timeout=self.timeout), "write vectors")
+            self._request("write vectors", "upsert", batch)
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
         """Delete sentences by id, or every sentence matching a filter expression (all when neither is given;
@@ -258,14 +243,9 @@ class MilvusSentenceIndex(MaplessIndex):
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
                 expr = f"id in {literal(ids[start : start + READ_BATCH])}"
-                self._call(
-                    lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences"
-                )
+                self._request("delete sentences", "delete", filter=expr)
         else:
-            expr = expression or EVERY_ROW
-            self._call(
-                lambda: self.client.delete(self.collection, filter=expr, timeout=self.timeout), "delete sentences"
-            )
+            self._request("delete sentences", "delete", filter=expression or EVERY_ROW)
         _DELETES_MADE[self._key] = _DELETES_MADE.get(self._key, 0) + 1
 
     # ---- reads -----------------------------------------------------------------------------------
@@ -279,15 +259,12 @@ class MilvusSentenceIndex(MaplessIndex):
             return 0
         expr = _and(expression, _embedded(embedded))
         self._settle()
-        found = self._call(
-            lambda: self.client.query(
-                self.collection,
-                filter=expr or EVERY_ROW,
-                output_fields=["count(*)"],
-                timeout=self.timeout,
-                consistency_level=self.consistency_level,
-            ),
+        found = self._request(
             "count sentences",
+            "query",
+            filter=expr or EVERY_ROW,
+            output_fields=["count(*)"],
+            consistency_level=self.consistency_level,
         )
         return int(found[0]["count(*)"])
 
@@ -310,33 +287,27 @@ class MilvusSentenceIndex(MaplessIndex):
             ids = list(ids)
             for start in range(0, len(ids), READ_BATCH):
                 expr = _and(expression, f"id in {literal(ids[start : start + READ_BATCH])}")
-                found = self._call(
-                    lambda: self.client.query(
-                        self.collection,
-                        filter=expr,
-                        output_fields=fields,
-                        timeout=self.timeout,
-                        consistency_level=self.consistency_level,
-                    ),
+                found = self._request(
                     "read sentences",
+                    "query",
+                    filter=expr,
+                    output_fields=fields,
+                    consistency_level=self.consistency_level,
                 )
                 yield from (_sentence(row) for row in found)
             return
         last: Optional[str] = None
         while True:  # pages in id order, the cursor quoted as every literal is (pymilvus's iterator does not quote it)
             expr = _and(None if last is None else f"id > {literal(last)}", expression or EVERY_ROW)
-            rows = self._call(
-                lambda: self.client.query(
-                    self.collection,
-                    filter=expr,
-                    output_fields=fields,
-                    limit=batch,
-                    timeout=self.timeout,
-                    iterator="True",  # the server returns the smallest ids first, as its own iterator relies on
-                    reduce_stop_for_best="True",
-                    guarantee_timestamp=self._own_writes_timestamp(),
-                ),
+            rows = self._request(
                 "read sentences",
+                "query",
+                filter=expr,
+                output_fields=fields,
+                limit=batch,
+                iterator="True",  # the server returns the smallest ids first, as its own iterator relies on
+                reduce_stop_for_best="True",
+                guarantee_timestamp=self._own_writes_timestamp(),
             )
             if not rows:  # only an empty page ends it: a page may be short (or long) while rows remain
                 return
@@ -360,18 +331,15 @@ class MilvusSentenceIndex(MaplessIndex):
         params = dict(MILVUS_PRESETS[self.preset].search_params)
         if MILVUS_PRESETS[self.preset].index_type == "HNSW":
             params["ef"] = max(top_n, 64)
-        found = self._call(
-            lambda: self.client.search(
-                self.collection,
-                data=queries.tolist(),
-                filter=_and(filters, _embedded(True)),
-                limit=top_n,
-                output_fields=["position"],
-                search_params={"metric_type": self.metric, "params": params},
-                timeout=self.timeout,
-                consistency_level=self.consistency_level,
-            ),
+        found = self._request(
             "search",
+            "search",
+            data=queries.tolist(),
+            filter=_and(filters, _embedded(True)),
+            limit=top_n,
+            output_fields=["position"],
+            search_params={"metric_type": self.metric, "params": params},
+            consistency_level=self.consistency_level,
         )
         return [_hits(rows) for rows in found]
 
@@ -410,16 +378,13 @@ class MilvusSentenceIndex(MaplessIndex):
             not self._new_connection and _DELETES_SEEN.get(self._key, 0) >= deletes
         ):
             return
-        self._call(
-            lambda: self.client.query(
-                self.collection,
-                filter=EVERY_ROW,
-                output_fields=["id"],
-                limit=1,
-                timeout=self.timeout,
-                consistency_level="Strong",
-            ),
+        self._request(
             "catch up with the server",
+            "query",
+            filter=EVERY_ROW,
+            output_fields=["id"],
+            limit=1,
+            consistency_level="Strong",
         )
         self._new_connection = False
         _DELETES_SEEN[self._key] = max(_DELETES_SEEN.get(self._key, 0), deletes)
@@ -432,6 +397,15 @@ class MilvusSentenceIndex(MaplessIndex):
 
         address = self.client._get_connection().server_address
         return ts_utils.get_collection_ts(self.collection, address, "") or ts_utils.get_eventually_ts()
+
+    def _checked_rows(self, sentences: Sequence[Any], vectors) -> List[Dict[str, Any]]:
+        """The rows of these sentences (``vectors``: one per sentence, None for none), every one checked before
+        anything is written or deleted: the server refuses a whole request for one row over a field's size."""
+        self._check_vectors(sentences, vectors)
+        rows = [self._row(doc, None if vectors is None else vectors[i]) for i, doc in enumerate(sentences)]
+        for row in rows:
+            check_row_limits(row)
+        return rows
 
     def _check_vectors(self, sentences: Sequence[Any], vectors) -> None:
         """Refuse vectors that do not fit the collection, naming both widths, before anything is written."""
@@ -489,6 +463,13 @@ class MilvusSentenceIndex(MaplessIndex):
                 client.close()
             except Exception:  # noqa: BLE001 - the channel is being dropped because it failed
                 pass
+
+    def _request(self, what: str, method: str, *args, **kwargs):
+        """``client.<method>(collection, *args, **kwargs)``, bounded by ``timeout`` as every call to the server is
+        (a hung server is a bounded failure), through ``_call``."""
+        return self._call(
+            lambda: getattr(self.client, method)(self.collection, *args, timeout=self.timeout, **kwargs), what
+        )
 
     def _call(self, action, what: str):
         import grpc

@@ -77,3 +77,9 @@ def check_search_params(params: Optional[Dict[str, float]]) -> Dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ValueError(f"DCSRRetriever: search_params[{name!r}] must be a number > 0, got {value!r}")
     return params
+
+
+def check_passages_or_filters(passage_ids: Optional[Sequence[str]], filters: Optional[Dict[str, Any]]) -> None:
+    """``delete_passages`` (both Haystacks, every store) deletes by passage ids or by filters: exactly one."""
+    if (passage_ids is None) == (filters is None):
+        raise ValueError("delete_passages() takes passage_ids or filters (one of them)")

@@ -30,13 +30,14 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from haystack_dcsr.core.request_errors import RETRY_AFTER_S, first_line, request_status
+
 logger = logging.getLogger(__name__)
 
 QUERY_FIELDS = ("query", "params", "debug")
 FILTER_FIELDS = ("filters",)
 MAX_BODY_BYTES = 1 << 20  # a query or a filter is a few kB; a larger body is refused before it is parsed
 MAX_DEPTH = 32  # the deepest JSON nesting a request may have (a filter of nested $and / $or included)
-RETRY_AFTER_S = 5  # what a 503 asks clients to wait before trying again
 
 
 class RequestError(ValueError):
@@ -267,13 +268,12 @@ def _guarded(call, **kwargs):
         while type(cause) is Exception and cause.__cause__ is not None:  # Pipeline.run's "while running node"
             where = str(cause).split(":", 1)[0].replace("Exception while running ", "") + ": "
             cause = cause.__cause__
-        text = str(cause).strip()
-        line = where + (text.splitlines()[0] if text else type(cause).__name__)
-        if isinstance(cause, (ConnectionError, TimeoutError)):
+        line = where + first_line(cause)
+        status = 422 if isinstance(cause, PipelineError) else request_status(cause)
+        if status == 503:
             logger.warning("engine unavailable: %s", line)
-            raise RequestError(line, status=503) from None
-        if isinstance(cause, (ValueError, TypeError, KeyError, PipelineError)):
-            raise RequestError(line, status=422) from None
+        if status != 500:
+            raise RequestError(line, status=status) from None
         logger.exception("request failed")
         raise RequestError(f"internal error ({type(cause).__name__}); see the server's log", status=500) from None
 

@@ -16,7 +16,13 @@ from haystack_dcsr.core.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.int8 import Quantize
 from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import check_parameters, check_search_params, first_device, renamed
+from haystack_dcsr.core.parameters import (
+    check_parameters,
+    check_passages_or_filters,
+    check_search_params,
+    first_device,
+    renamed,
+)
 from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
@@ -298,8 +304,7 @@ class DCSRRetriever(DenseRetriever):
         the remaining vectors keep pointing at the right sentences (see ``passage_deletion``), so no
         re-embedding is needed."""
         store = self._store(document_store, "delete_passages()")
-        if (passage_ids is None) == (filters is None):
-            raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+        check_passages_or_filters(passage_ids, filters)
         if filters is not None:  # (checked by passages_matching before anything is read or deleted)
             passage_ids = passages_matching(store, filters, index)
         return self.engine.delete_passages(store, index, list(passage_ids))

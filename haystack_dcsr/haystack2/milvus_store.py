@@ -19,7 +19,8 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from haystack_dcsr.core.milvus_filters import milvus_expression
-from haystack_dcsr.core.milvus_index import READ_BATCH, MilvusSentenceIndex, SentenceRow, _and, literal, metric_of
+from haystack_dcsr.core.milvus_index import READ_BATCH, MilvusSentenceIndex, SentenceRow, literal, metric_of
+from haystack_dcsr.core.parameters import check_passages_or_filters
 from haystack_dcsr.core.passage_ranking import MaplessIndex
 from haystack_dcsr.core.sentence_units import position
 from haystack_dcsr.haystack2.filters import dict_syntax
@@ -135,8 +136,7 @@ class DCSRMilvusDocumentStore:
     def delete_passages(self, passage_ids: Optional[List[str]] = None, filters: Optional[Dict[str, Any]] = None) -> int:
         """Delete whole passages (every sentence of each, of any version) by passage id, or those whose meta
         matches ``filters`` (Haystack 2.x syntax); returns the sentence Documents deleted."""
-        if (passage_ids is None) == (filters is None):
-            raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+        check_passages_or_filters(passage_ids, filters)
         if filters is not None:
             expressions = [milvus_expression(dict_syntax(filters))]
         else:
@@ -145,7 +145,7 @@ class DCSRMilvusDocumentStore:
         deleted = 0
         for expression in expressions:
             deleted += self.index.count(expression)
-            self.index.delete(expression=_and(expression))
+            self.index.delete(expression=expression)
         return deleted
 
     def dcsr_search(self) -> "MilvusSentenceSearch":

@@ -214,6 +214,7 @@ class DCSRRetriever:
         "filter_policy",
     )
     EMBEDDER_SETTINGS = ("device", "precision", "quantize")
+    _OWNERS = {**dict.fromkeys(RETRIEVER_SETTINGS, "_retriever"), **dict.fromkeys(EMBEDDER_SETTINGS, "_embedder")}
 
     def __init__(
         self,
@@ -243,11 +244,7 @@ class DCSRRetriever:
 
     def __getattr__(self, name: str) -> Any:
         """The settings live in the inner components: ``retriever.top_k`` is its ``DCSREmbeddingRetriever``'s."""
-        owner = {
-            **dict.fromkeys(self.RETRIEVER_SETTINGS, "_retriever"),
-            **dict.fromkeys(self.EMBEDDER_SETTINGS, "_embedder"),
-        }
-        inner = self.__dict__.get(owner.get(name, ""))  # (absent while the object is being copied or built)
+        inner = self.__dict__.get(self._OWNERS.get(name, ""))  # (absent while the object is being copied or built)
         if inner is not None:
             return getattr(inner, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -24,10 +24,10 @@ from typing import Any, Dict, List, Optional
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from haystack import Pipeline
+from haystack.core.errors import PipelineRuntimeError
 
+from haystack_dcsr.core.request_errors import RETRY_AFTER_S, first_line, request_status
 from haystack_dcsr.haystack2.retriever import DCSREmbeddingRetriever, DCSRRetriever, DCSRTextEmbedder
-
-RETRY_AFTER_S = 5  # what a 503 asks clients to wait before trying again
 
 
 class DCSRPipelineWrapper(BasePipelineWrapper):
@@ -72,14 +72,14 @@ def _query_input_and_retriever(pipeline: Pipeline):
 
 
 def _http_error(error: Exception) -> HTTPException:
-    """A pipeline's error as the HTTP answer a client can act on: 503 for an engine that is down, 422 for a request
-    the components refuse (naming the fault), 500 otherwise."""
+    """A pipeline's error as the HTTP answer a client can act on (``core.request_errors``): 503 for an engine that
+    is down, 422 for a request the components refuse (naming the fault), 500 otherwise."""
     cause = error
-    while cause.__cause__ is not None and type(cause).__name__ in ("PipelineRuntimeError", "Exception"):
+    while isinstance(cause, PipelineRuntimeError) and cause.__cause__ is not None:
         cause = cause.__cause__  # Haystack wraps a component's error in its own
-    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    if isinstance(cause, (ConnectionError, TimeoutError)):
-        return HTTPException(status_code=503, detail=message, headers={"Retry-After": str(RETRY_AFTER_S)})
-    if isinstance(cause, (ValueError, TypeError, KeyError)):
-        return HTTPException(status_code=422, detail=message)
+    status = request_status(cause)
+    if status == 503:
+        return HTTPException(status_code=503, detail=first_line(cause), headers={"Retry-After": str(RETRY_AFTER_S)})
+    if status == 422:
+        return HTTPException(status_code=422, detail=first_line(cause))
     return HTTPException(status_code=500, detail=f"internal error ({type(cause).__name__}); see the server's log")

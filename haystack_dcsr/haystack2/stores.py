@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from haystack import Document
 
+from haystack_dcsr.core.parameters import check_passages_or_filters
 from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
 from haystack_dcsr.core.sentence_units import META, PassageRef, current_sentences, passage_sentence_ids, position
 from haystack_dcsr.core.store_guard import guard
@@ -69,8 +70,7 @@ class StoreSentences(MaplessIndex):
     def delete_passages(self, passage_ids: Optional[List[str]] = None, filters: Optional[Dict[str, Any]] = None) -> int:
         """Delete whole passages (every sentence of each, of any version) by passage id, or those whose meta
         matches ``filters`` (the store's 2.x filters); returns the sentence Documents deleted."""
-        if (passage_ids is None) == (filters is None):
-            raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+        check_passages_or_filters(passage_ids, filters)
         if filters is not None:
             matching = self.document_store.filter_documents(filters)
             passage_ids = list(dict.fromkeys(position(doc, SPLITTER).passage_id for doc in matching))
