@@ -16,7 +16,10 @@ COMMANDS = {
     "ann": ("ann_latency.py", "query latency and top-k of the index presets (exact, HNSW, IVF) on SQuAD"),
     "growth": ("cost_growth.py", "index build time, size and query latency as the corpus grows"),
     "memory": ("map_memory.py", "memory of the vector-id -> sentence map at a given corpus size"),
-    "engines": ("engines.py", "FAISS (exact, million) beside Milvus (flat, hnsw) on the same passages and vectors"),
+    "engines": (
+        "engines.py",
+        "FAISS (exact, million), Milvus (flat, hnsw), pgvector (both ranking paths): same passages and vectors",
+    ),
     "milvus-capacity": ("milvus_capacity.py", "how far one Milvus server goes towards 1M passages on this machine"),
     "milvus-latency": ("milvus_latency.py", "a Milvus search and read at Strong and Bounded consistency"),
     "report": ("scale_report.py", "the scale tables and plots of docs/benchmarks/scale.md from saved results"),

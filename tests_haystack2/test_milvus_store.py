@@ -191,4 +191,4 @@ def test_one_collection_serves_both_haystacks(passages):
 def test_the_scaling_out_guides_2x_snippet_runs_as_written():
     from guide_snippets import run_guide_snippet
 
-    run_guide_snippet("# Haystack 2.x", shared_uri())
+    run_guide_snippet("# Haystack 2.x:", shared_uri())

@@ -1,6 +1,6 @@
-"""Haystack 2.x under real use: readers with a writer on one DCSRRetriever (InMemory and Qdrant), deletes made
-through the store directly (bypassing DCSR), and YAML pipelines over a Qdrant store persisted on disk, loaded in
-fresh processes."""
+"""Haystack 2.x under real use: readers with a writer on one DCSRRetriever (InMemory, Qdrant, pgvector both ways),
+deletes made through the store directly (bypassing DCSR), and YAML pipelines over a Qdrant store persisted on disk,
+loaded in fresh processes."""
 
 import json
 import subprocess
@@ -52,6 +52,10 @@ def indexing(store, model):
 def new_store(kind, tmp_path, name):
     if kind == "memory":
         return InMemoryDocumentStore(embedding_similarity_function="dot_product")
+    if kind.startswith("pgvector"):
+        from test_components import pgvector_store
+
+        return pgvector_store(embedding_dimension=32)
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
     return QdrantDocumentStore(":memory:", index=name, embedding_dim=32, similarity="dot_product", recreate_index=True)
@@ -99,7 +103,7 @@ def operations(model):
     ]
 
 
-@pytest.mark.parametrize("kind", ["memory", "qdrant"])
+@pytest.mark.parametrize("kind", ["memory", "qdrant", "pgvector", "pgvector ranking in the database"])
 def test_readers_with_a_writer_answer_for_a_state_the_store_passed_through(kind, model, tmp_path):
     """Four reader threads query while a writer applies the operations: every answer equals the single-threaded
     answer of the same store kind after some prefix of the operations, or is an error that says what changed."""
@@ -108,7 +112,8 @@ def test_readers_with_a_writer_answer_for_a_state_the_store_passed_through(kind,
     ops = operations(model)
     reference = new_store(kind, tmp_path, "reference")
     indexing(reference, model).run({"split": {"documents": BASE}})
-    reference_retriever = DCSRRetriever(document_store=reference, model=model, top_k=4)
+    in_database = kind.endswith("database")  # (the same ranking path as the live store's)
+    reference_retriever = DCSRRetriever(document_store=reference, model=model, top_k=4, rank_in_database=in_database)
     states = [snapshot(reference_retriever)]
     for op in ops:
         op(reference)
@@ -117,7 +122,7 @@ def test_readers_with_a_writer_answer_for_a_state_the_store_passed_through(kind,
 
     store = new_store(kind, tmp_path, "live")
     indexing(store, model).run({"split": {"documents": BASE}})
-    retriever = DCSRRetriever(document_store=store, model=model, top_k=4)
+    retriever = DCSRRetriever(document_store=store, model=model, top_k=4, rank_in_database=in_database)
     stop, seen, failures = threading.Event(), [], []
 
     def read():

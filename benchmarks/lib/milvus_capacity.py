@@ -1,10 +1,12 @@
 """How far one Milvus standalone server goes towards a million passages on this machine.
 
 Passages stream into one ``MilvusDocumentStore`` (preset ``flat``, the benchmark's vectors: the real SQuAD
-paragraphs first, then ``cost_growth.py``'s distractors) on a fresh server on loopback, a chunk at a time through
+paragraphs first, then ``cost_growth.py``'s distractors) on a fresh server on loopback with Milvus's default
+configuration, a chunk at a time through
 ``write_documents``. After each chunk it records the passages and sentences written, the chunk's write rate, the
-server's RSS and the machine's available memory. It stops at ``--passages``, at ``--minutes``, or when the machine's
-available memory falls under ``--floor-gib`` (so the attempt never takes the machine down), then answers
+server's RSS and the machine's available memory. It stops at ``--passages``, at ``--minutes``, when the machine's
+available memory falls under ``--floor-gib`` (so the attempt never takes the machine down) or when the server
+stops answering within the store's timeout, then answers
 ``--questions`` dev questions on what was written (p50 / p95, top-20 against the gold paragraph).
 
     .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 40
@@ -41,6 +43,17 @@ def folder_gib(folder: Path) -> float:
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
 
 
+def data_by_folder(data: Path, depth: int = 2) -> dict:
+    """The server's data folder by subfolder (``depth`` levels down), in GiB: where a sentence row's bytes go
+    (the write-ahead log, the segments' binlogs, the vector index)."""
+    sizes: dict = {}
+    for path in data.rglob("*"):
+        if path.is_file():
+            key = "/".join(path.relative_to(data).parts[:depth])
+            sizes[key] = sizes.get(key, 0) + path.stat().st_size
+    return {key: round(size / 2**30, 3) for key, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size > 2**24}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
@@ -53,13 +66,14 @@ def main() -> None:
     from engines import corpus_chunks, rss_gib, with_vectors
     from milvus_server import MilvusServer
 
-    from haystack_dcsr import DCSRRetriever
+    from haystack_dcsr import MILVUS_PRESETS, DCSRRetriever
+    from haystack_dcsr.core.milvus_index import MilvusUnavailableError
     from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
 
     started = time.perf_counter()
     steps, stopped, questions = [], "reached the target", None
     data = Path(tempfile.mkdtemp(prefix="dcsr-milvus-capacity-"))
-    server = MilvusServer(data).start()
+    server = MilvusServer(data, config={}).start()  # Milvus's default configuration, as an operator runs it
     try:
         store = MilvusDocumentStore(uri=server.uri, index="capacity", index_preset="flat", progress_bar=False)
         passages = sentences = 0
@@ -68,7 +82,12 @@ def main() -> None:
             questions = questions or found
             docs = with_vectors(chunk, vectors)
             chunk_started = time.perf_counter()
-            store.write_documents(docs)
+            try:
+                store.write_documents(docs)
+            except MilvusUnavailableError as error:  # the server stalled past the store's timeout: a finding
+                stopped = f"the server did not answer within the store's timeout: {str(error).splitlines()[0]}"
+                print(stopped, flush=True)
+                break
             seconds = time.perf_counter() - chunk_started
             written = len({d.meta["dcsr"]["passage_id"] for d in docs})
             passages += written
@@ -91,32 +110,42 @@ def main() -> None:
                 stopped = f"the {args.minutes:g}-minute limit"
                 break
         retriever = DCSRRetriever(
-            document_store=store, query_model="all-MiniLM-L6-v2", top_n_sentences=3000, top_k=20, progress_bar=False
+            document_store=store,
+            query_model="all-MiniLM-L6-v2",
+            top_k=20,
+            progress_bar=False,
+            **MILVUS_PRESETS["flat"].retriever_params,
         )
-        retriever.retrieve(questions[0][0])
         latencies, found_gold = [], []
-        for question, _, gold in questions[: args.questions]:
-            began = time.perf_counter()
-            ranked = [d.id for d in retriever.retrieve(question)]
-            latencies.append(time.perf_counter() - began)
-            found_gold.append(gold in ranked)
-        queries = {
-            "questions": len(latencies),
-            "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 1),
-            "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
-            "top20": round(100 * float(np.mean(found_gold)), 1),
-            "server_rss_gib": rss_gib(server.server_pid()),
-        }
+        try:
+            retriever.retrieve(questions[0][0])
+            for question, _, gold in questions[: args.questions]:
+                began = time.perf_counter()
+                ranked = [d.id for d in retriever.retrieve(question)]
+                latencies.append(time.perf_counter() - began)
+                found_gold.append(gold in ranked)
+            queries = {
+                "questions": len(latencies),
+                "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 1),
+                "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
+                "top20": round(100 * float(np.mean(found_gold)), 1),
+                "server_rss_gib": rss_gib(server.server_pid()),
+            }
+        except MilvusUnavailableError as error:
+            queries = {"questions_answered": len(latencies), "error": str(error).splitlines()[0]}
         print(queries, flush=True)
     finally:
         server.stop()
-        data_gib = folder_gib(data)
+        data_gib, by_folder = folder_gib(data), data_by_folder(data)
         shutil.rmtree(data, ignore_errors=True)
     report = {
         "command": f"python benchmarks/scale.py milvus-capacity --passages {args.passages} --minutes {args.minutes:g}",
         "wall_s": round(time.perf_counter() - started),
         "stopped": stopped,
+        "server_config": "default",
         "server_data_gib": data_gib,
+        "server_data_by_folder": by_folder,
+        "bytes_per_sentence": round(data_gib * 2**30 / max(sentences, 1)),
         "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "queries": queries,
         "steps": steps,

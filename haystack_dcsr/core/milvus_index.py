@@ -6,11 +6,13 @@ framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus_sto
 
 Rows: ``id`` (the sentence id, ``<passage_id>#<n>``), ``passage_id``, ``position`` (the sentence's place in
 its passage: ``meta["dcsr"]`` of the layout in ``sentence_units``), ``content``, ``meta`` (the passage's meta,
-JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. Writing a passage first deletes its
-stored sentences of any other version, then upserts the new ones (one request never splits a passage's sentences
-of one call), so a re-write leaves no sentences of the old version behind, a write cut short (a server crash
-between the two) leaves the passage absent until the write is run again, never half-old, and a passage whose
-sentences arrive in two calls (a caller's batches) is completed by the second. ``read`` refuses any version whose
+JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. Sentence ids are deterministic, so
+writing a passage is an upsert by primary key: it first deletes, by key, the stored version's sentences past the
+new count (its sentence #0 says how many it has), then upserts the new ones (one request never splits a passage's
+sentences of one call). A re-write therefore leaves no sentences of the old version behind, a write cut short (a
+server crash between the two) leaves the passage absent until the write is run again, never half-old, a passage
+whose sentences arrive in two calls (a caller's batches) is completed by the second, and no write costs more as
+the collection grows (nothing is found by an expression that scans every row). ``read`` refuses any version whose
 sentences do not add up (a sentence deleted directly, a passage still half-written), so a partial passage is never
 served.
 
@@ -29,7 +31,15 @@ import numpy as np
 
 from haystack_dcsr.core.index_presets import MILVUS_PRESETS
 from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
-from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, current_sentences, position
+from haystack_dcsr.core.sentence_units import (
+    META,
+    PassageRef,
+    SentencePosition,
+    current_sentences,
+    head_id,
+    position,
+    sentence_id,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +204,11 @@ class MilvusSentenceIndex(MaplessIndex):
         self._request("drop the collection", "drop_collection")
         self.embedding_dim = None
 
+    @property
+    def similarity(self) -> str:
+        """How the collection compares vectors, in Haystack's names: ``dot_product`` or ``cosine``."""
+        return {metric: name for name, metric in SIMILARITIES.items()}[self.metric]
+
     # ---- writes ----------------------------------------------------------------------------------
 
     def write(self, sentences: Sequence[Any], vectors: Optional[np.ndarray] = None) -> int:
@@ -210,21 +225,37 @@ class MilvusSentenceIndex(MaplessIndex):
             if passage and passage[0]["position"]["version"] != row["position"]["version"]:
                 del by_passage[row["passage_id"]]
             by_passage.setdefault(row["passage_id"], []).append(row)
-        self._delete_other_versions({pid: passage[0]["position"]["version"] for pid, passage in by_passage.items()})
+        self._settle()
+        self._delete_surplus(by_passage)
         written = [list({row["id"]: row for row in passage}.values()) for passage in by_passage.values()]
         for batch in _whole_passages(written, WRITE_BATCH):  # one request never splits a passage
             self._request("write sentences", "upsert", batch)
         return sum(len(passage) for passage in written)
 
-    def _delete_other_versions(self, versions: Dict[str, str]) -> None:
-        """Delete the stored sentences of these passages that belong to another version than the one written."""
-        items = list(versions.items())
-        for start in range(0, len(items), READ_BATCH // 10):
-            expr = " or ".join(
-                f'(passage_id == {literal(pid)} and position["version"] != {literal(version)})'
-                for pid, version in items[start : start + READ_BATCH // 10]
+    def _delete_surplus(self, passages: Dict[str, List[Dict[str, Any]]]) -> None:
+        """Delete the sentences that upserting these passages' rows would leave of their stored versions: those
+        past the new sentence count, up to the stored version's (its head, sentence #0, says how many), by
+        primary key. Reading heads and deleting by key cost the same whatever the collection holds (an expression
+        over ``passage_id`` or a JSON field scans every row, so each write grew slower with the collection)."""
+        heads: Dict[str, Dict[str, Any]] = {}
+        ids = [head_id(pid) for pid in passages]
+        for start in range(0, len(ids), READ_BATCH):
+            rows = self._request(
+                "read passage heads",
+                "query",
+                filter=f"id in {literal(ids[start : start + READ_BATCH])}",
+                output_fields=["id", "position"],
+                consistency_level=self.consistency_level,
             )
-            self._request("delete earlier versions", "delete", filter=expr)
+            heads.update((row["position"]["passage_id"], row["position"]) for row in rows)
+        surplus = [
+            sentence_id(pid, index)
+            for pid, rows in passages.items()
+            if pid in heads
+            for index in range(rows[0]["position"]["count"], heads[pid]["count"])
+        ]
+        if surplus:
+            self.delete(ids=surplus)
 
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
@@ -504,6 +535,7 @@ UNAVAILABLE_WORDS = (
     "connection",
     "not loaded",
     "not ready",
+    "closed channel",  # another thread of this process dropped the connection after the server failed
 )
 
 

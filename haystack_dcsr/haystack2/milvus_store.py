@@ -179,6 +179,10 @@ class MilvusSentenceSearch(MaplessIndex):
     def __init__(self, store: DCSRMilvusDocumentStore):
         self.index, self.delete_passages = store.index, store.delete_passages
 
+    @property
+    def similarity(self) -> str:
+        return self.index.similarity
+
     def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]] = None):
         return self.index.search(query_vectors, top_n, milvus_expression(dict_syntax(filters)))
 

@@ -6,6 +6,7 @@ component for the common case, a query string in.
 """
 
 import asyncio
+import functools
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
@@ -21,7 +22,7 @@ from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
 from haystack_dcsr.core.store_guard import guard
-from haystack_dcsr.haystack2.stores import sentence_store_for, similarity_of
+from haystack_dcsr.haystack2.stores import sentence_store_for
 
 
 @component
@@ -98,6 +99,8 @@ class DCSREmbeddingRetriever:
     :param temperature: HasAns softmax temperature; None uses the model's.
     :param filter_policy: how ``run``'s filters meet ``filters``: ``replace`` them (the default) or ``merge``
         with them (an AND of both), as the Haystack integrations' retrievers do.
+    :param rank_in_database: compute HasAns in the engine, in one statement per query, instead of in this process
+        (``PgvectorDocumentStore`` only: see ``haystack_dcsr.haystack2.pgvector``).
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class DCSREmbeddingRetriever:
         top_n_sentences: int = TOP_N_SENTENCES,
         temperature: Optional[float] = None,
         filter_policy: Union[str, FilterPolicy] = FilterPolicy.REPLACE,
+        rank_in_database: bool = False,
     ):
         check_parameters(
             "DCSREmbeddingRetriever", top_k=top_k, top_n_sentences=top_n_sentences, temperature=temperature
@@ -120,9 +124,15 @@ class DCSREmbeddingRetriever:
         self.top_n_sentences = top_n_sentences
         self.temperature = temperature
         self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self.rank_in_database = rank_in_database
         self._sentences = sentence_store_for(document_store)
+        if rank_in_database and not callable(getattr(self._sentences, "rank_in_database", None)):
+            raise ValueError(
+                f"rank_in_database=True needs an engine that computes HasAns itself (PgvectorDocumentStore); "
+                f"{type(document_store).__name__} is ranked in this process: leave rank_in_database False"
+            )
         self._settings = ModelFiles.locate(model).settings
-        if similarity_of(document_store) == "cosine" and not self._settings.normalize:
+        if self._sentences.similarity == "cosine" and not self._settings.normalize:
             raise ValueError(
                 "This model's vectors are not normalised, so they must be compared by dot product, but the store uses "
                 "cosine: create it with similarity='dot_product' (Qdrant) / embedding_similarity_function='dot_product'"
@@ -136,9 +146,13 @@ class DCSREmbeddingRetriever:
             check_parameters("DCSREmbeddingRetriever", top_k=top_k)
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
         temperature = model_setting(self.temperature, self._settings, "temperature")
+        rank = (
+            self._sentences.rank_in_database
+            if self.rank_in_database
+            else functools.partial(rank_passages, self._sentences)
+        )
         with guard(self.document_store).reading():  # one state of the store: no write between search and read
-            ranked = rank_passages(
-                self._sentences,
+            ranked = rank(
                 np.asarray([query_embedding], dtype=np.float32),
                 temperature,
                 self.top_n_sentences,
@@ -176,6 +190,7 @@ class DCSREmbeddingRetriever:
             top_n_sentences=self.top_n_sentences,
             temperature=self.temperature,
             filter_policy=self.filter_policy.value,
+            rank_in_database=self.rank_in_database,
         )
 
     @classmethod
@@ -202,6 +217,8 @@ class DCSRRetriever:
     :param quantize: ``"int8"``: the query tower runs int8, compiled at ``warm_up`` (CPU only), as for
         ``DCSRTextEmbedder``.
     :param filter_policy: ``replace`` (the default) or ``merge`` ``run``'s filters with ``filters``.
+    :param rank_in_database: HasAns computed by the engine (``PgvectorDocumentStore``), as for
+        ``DCSREmbeddingRetriever``.
     """
 
     RETRIEVER_SETTINGS = (
@@ -212,6 +229,7 @@ class DCSRRetriever:
         "top_n_sentences",
         "temperature",
         "filter_policy",
+        "rank_in_database",
     )
     EMBEDDER_SETTINGS = ("device", "precision", "quantize")
     _OWNERS = {**dict.fromkeys(RETRIEVER_SETTINGS, "_retriever"), **dict.fromkeys(EMBEDDER_SETTINGS, "_embedder")}
@@ -228,6 +246,7 @@ class DCSRRetriever:
         precision: Precision = "auto",
         quantize: Optional[Quantize] = None,
         filter_policy: Union[str, FilterPolicy] = FilterPolicy.REPLACE,
+        rank_in_database: bool = False,
     ):
         check_parameters(  # named as the component the user built
             optional=("quantize",),
@@ -238,7 +257,7 @@ class DCSRRetriever:
         )
         check_quantize_device("DCSRRetriever", quantize, device)
         self._retriever = DCSREmbeddingRetriever(
-            document_store, model, filters, top_k, top_n_sentences, temperature, filter_policy
+            document_store, model, filters, top_k, top_n_sentences, temperature, filter_policy, rank_in_database
         )
         self._embedder = DCSRTextEmbedder(model, device, precision, quantize)
 

@@ -406,10 +406,10 @@ def check_store_dimension(document_store: BaseDocumentStore, dim: int, written: 
 
 
 def check_store_similarity(document_store: BaseDocumentStore, normalized: bool) -> None:
-    """Refuse a Milvus store that compares by cosine for a model whose vectors are not normalised: the server
-    normalises both sides, which changes the inner products DCSR ranks by (FAISS normalises them in the open,
-    as the model's users expect, so it is left as it is)."""
-    if type(document_store).__name__ == "MilvusDocumentStore" and document_store.similarity == "cosine":
+    """Refuse a store that searches on its own server (``dcsr_search``: Milvus) and compares by cosine, for a model
+    whose vectors are not normalised: the server normalises both sides, which changes the inner products DCSR
+    ranks by (FAISS normalises them in the open, as the model's users expect, so it is left as it is)."""
+    if hasattr(document_store, "dcsr_search") and document_store.similarity == "cosine":
         if not normalized:
             raise ValueError(
                 "This model's vectors are not normalised, so they must be compared by dot product, but the "
