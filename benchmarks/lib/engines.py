@@ -1,5 +1,5 @@
-"""FAISS and Milvus side by side in one run: the same SQuAD passages, the same sentence vectors, the same model,
-the Haystack 1.x ``DCSRRetriever`` over each engine.
+"""FAISS, Milvus and pgvector side by side in one run: the same SQuAD passages, the same sentence vectors, the same
+model; the Haystack 1.x ``DCSRRetriever`` over FAISS and Milvus, the Haystack 2.x one over pgvector.
 
     .venv/bin/python benchmarks/scale.py engines --sizes 20963
     # -> benchmarks/results/engines.json (+ .md)
@@ -10,7 +10,9 @@ distractor passages (synthetic sentences, Gaussian-fitted vectors). Every engine
 with their vectors through its ``write_documents``, so the write rate is the engine's own cost (encoding is the
 same for all and left out). Engines: FAISS ``exact`` (Flat, top_n 3,000), FAISS ``million`` (HNSW32,SQ8,
 efSearch 1,000, top_n 1,000), both on SQLite, and ``MilvusDocumentStore`` with the ``flat`` and ``hnsw`` presets
-on a Milvus standalone server on loopback, a fresh one for each Milvus engine. Each engine runs in its own child
+on a Milvus standalone server on loopback, a fresh one for each Milvus engine, and pgvector-haystack's
+``PgvectorDocumentStore`` (exact or HNSW; ranked by the driver or in the database) on a fresh PostgreSQL + pgvector
+server of its own, in ``.venv2``. Each engine runs in its own child
 process, so the serving process's peak RSS is its own; the server's RSS is read from ``/proc`` after the queries.
 Measured per engine: passages written per second, ``retrieve`` p50 / p95 (one query at a time), top-1 / top-20
 (the gold passage found) and agreement with FAISS exact (the same top-1; the share of exact's top 20 found).
