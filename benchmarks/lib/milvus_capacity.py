@@ -39,10 +39,6 @@ def available_gib() -> float:
     return 0.0
 
 
-def folder_gib(folder: Path) -> float:
-    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
-
-
 def data_by_folder(data: Path, depth: int = 2) -> dict:
     """The server's data folder by subfolder (``depth`` levels down), in GiB: where a sentence row's bytes go
     (the write-ahead log, the segments' binlogs, the vector index)."""
@@ -63,7 +59,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
-    from engines import corpus_chunks, rss_gib, with_vectors
+    from engines import corpus_chunks, folder_gib, rss_gib, with_vectors
     from milvus_server import MilvusServer
 
     from haystack_dcsr import MILVUS_PRESETS, DCSRRetriever

@@ -172,6 +172,11 @@ def passage_sentence_ids(passage_id: str, sentence_count: int) -> List[str]:
     return [sentence_id(passage_id, index) for index in range(sentence_count)]
 
 
+def sentence_ids_of(passages: Iterable[PassageRef]) -> List[str]:
+    """The ids of every sentence of these passage versions, passage by passage: what a read of them asks for."""
+    return [sid for ref in passages for sid in passage_sentence_ids(ref.passage_id, ref.count)]
+
+
 def current_sentences(ref: PassageRef, documents: Dict[str, Unit]) -> Optional[List[Unit]]:
     """Sentences 0..count-1 of the passage version ``ref`` from ``documents`` (by id), or None when
     one is missing or belongs to another version."""

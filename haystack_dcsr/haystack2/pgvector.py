@@ -35,7 +35,8 @@ from psycopg.rows import dict_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits, Support
-from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, passage_sentence_ids
+from haystack_dcsr.core.request_errors import first_line
+from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import StoreSentences
 
 logger = logging.getLogger(__name__)
@@ -129,8 +130,7 @@ class PgvectorSentences(StoreSentences):
         return hits
 
     def _stored(self, passages) -> List[Document]:
-        ids = [sid for ref in passages for sid in passage_sentence_ids(ref.passage_id, ref.count)]
-        return self._select(SQL("id = ANY(%s)"), ids)
+        return self._select(SQL("id = ANY(%s)"), sentence_ids_of(passages))
 
     def _sentences_of(self, passage_ids: List[str]) -> List[Document]:
         """Every sentence under these passage ids, of any version (a stale tail too): by the ``dcsr`` meta."""
@@ -263,7 +263,6 @@ class _Connections:
                 continue  # an idle connection the server dropped (a restart): once more on a new one
             self._give_back(pooled)
             return rows
-        raise AssertionError("unreachable")
 
     def _take(self):
         with self._lock:
@@ -299,5 +298,4 @@ class _Connections:
 
 
 def _unavailable(error: Exception) -> PostgresUnavailableError:
-    line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return PostgresUnavailableError(f"PostgreSQL did not answer ({line}): retry once the server is back")
+    return PostgresUnavailableError(f"PostgreSQL did not answer ({first_line(error)}): retry once the server is back")

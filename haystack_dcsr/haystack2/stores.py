@@ -15,7 +15,7 @@ from typing import List, Sequence
 
 from haystack import Document
 
-from haystack_dcsr.core.sentence_units import PassageRef, passage_sentence_ids, position
+from haystack_dcsr.core.sentence_units import PassageRef, position, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import SPLITTER, StoreSentences
 
 
@@ -66,9 +66,7 @@ class MilvusSentences(StoreSentences):
         return [doc if doc.score is None else _with_score(doc, 2.0 * doc.score - 1.0) for doc in found]
 
     def _stored(self, passages: Sequence[PassageRef]) -> List[Document]:
-        return self._filter_in(
-            "id", [sid for ref in passages for sid in passage_sentence_ids(ref.passage_id, ref.count)]
-        )
+        return self._filter_in("id", sentence_ids_of(passages))
 
     def _sentences_of(self, passage_ids: List[str]) -> List[Document]:
         """Its filters cannot reach a passage's sentences of every version: the collection is listed and sorted here."""

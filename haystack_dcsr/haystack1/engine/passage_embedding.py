@@ -18,6 +18,7 @@ from haystack_dcsr.core.sentence_units import (
     head_id,
     passage_sentence_ids,
     position,
+    sentence_ids_of,
 )
 from haystack_dcsr.core.store_guard import writes_paused
 from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents
@@ -148,12 +149,7 @@ class PassageEmbedder:
                     total += position(head).count
             if total >= max_sentences:
                 break
-        documents = {
-            doc.id: doc
-            for doc in fetch_documents(
-                store, [sid for ref in chosen for sid in passage_sentence_ids(ref.passage_id, ref.count)], index
-            )
-        }
+        documents = {doc.id: doc for doc in fetch_documents(store, sentence_ids_of(chosen), index)}
         passages = [s for s in (current_sentences(ref, documents) for ref in chosen) if s is not None]
         if not passages:
             raise ValueError(f"No complete passages in index {index!r} to train the FAISS index on: write them first")

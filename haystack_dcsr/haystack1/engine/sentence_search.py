@@ -30,8 +30,8 @@ from haystack_dcsr.core.sentence_units import (
     PassageRef,
     current_sentences,
     head_id,
-    passage_sentence_ids,
     position,
+    sentence_ids_of,
 )
 from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
 from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
@@ -88,7 +88,7 @@ class SentenceSearch:
                 uncached.append(ref)
             else:
                 result[ref] = cached
-        wanted = [sid for ref in uncached for sid in passage_sentence_ids(ref.passage_id, ref.count)]
+        wanted = sentence_ids_of(uncached)
         documents = {sid: known[sid] for sid in wanted if sid in known}
         documents.update(
             (doc.id, doc)
