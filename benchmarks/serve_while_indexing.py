@@ -1,16 +1,12 @@
-"""Query latency while the same process indexes, side by side, on FAISS + SQLite and FAISS + PostgreSQL.
+"""Query latency while the same process indexes, on FAISS + SQLite.
 
-For each backend: a FAISS Flat store of --passages SQuAD paragraphs (all-MiniLM-L6-v2, zero-shot),
+A FAISS Flat store of --passages SQuAD paragraphs (all-MiniLM-L6-v2, zero-shot),
 then --readers threads query for --seconds alone, then for --seconds while one writer thread loops
 "write --batch new passages, update_embeddings(update_existing_embeddings=False), delete them".
 Prints p50/p95 query latency and queries answered in both phases, and the writer's rounds. Every
 answer is also checked to hold only passages the store had at that moment (no error, no crash).
 
     python benchmarks/serve_while_indexing.py --passages 2000 --seconds 30
-    python benchmarks/serve_while_indexing.py --postgres postgresql://postgres@127.0.0.1:5432  # a running server
-
-Without --postgres a throwaway loopback cluster is started with the tests' helper (Debian's
-``postgresql`` package, as root or as a user that may run it); the SQLite row always runs.
 """
 
 import argparse
@@ -24,7 +20,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def percentile(values, share):
@@ -100,7 +95,6 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=100, help="passages the writer adds and deletes per round")
     parser.add_argument("--readers", type=int, default=2, help="query threads")
     parser.add_argument("--seconds", type=float, default=30, help="length of each phase")
-    parser.add_argument("--postgres", help="server URL (no database); default: start a loopback cluster")
     parser.add_argument("--out", type=Path, help="write the JSON result here too")
     args = parser.parse_args(argv)
 
@@ -114,25 +108,6 @@ def main(argv=None):
     result = {"command": " ".join(["python benchmarks/serve_while_indexing.py", *(argv or sys.argv[1:])])}
     with tempfile.TemporaryDirectory() as folder:
         result["sqlite"] = measure(f"sqlite:///{folder}/bench.db", passages, extra, texts, args)
-    try:
-        if args.postgres:
-            import psycopg2
-
-            connection = psycopg2.connect(f"{args.postgres}/postgres")
-            connection.autocommit = True
-            connection.cursor().execute('CREATE DATABASE "dcsr_bench"')
-            url = f"{args.postgres}/dcsr_bench"
-        else:
-            import pytest
-            from postgres import new_database_url
-
-            try:
-                url = new_database_url("bench")
-            except pytest.skip.Exception as skipped:
-                raise RuntimeError(str(skipped)) from None
-        result["postgresql"] = measure(url, passages, extra, texts, args)
-    except Exception as error:  # the SQLite row stands alone
-        result["postgresql"] = f"not measured: {error}"
     print(json.dumps(result, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))

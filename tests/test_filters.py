@@ -30,7 +30,7 @@ MATRIX = [
 ]
 
 
-@pytest.fixture(scope="module", params=["faiss-flat", "memory", "qdrant", "faiss-postgres", "milvus"])
+@pytest.fixture(scope="module", params=["faiss-flat", "memory", "qdrant", "milvus"])
 def indexed(request, tmp_path_factory, tiny_bert):
     store = make_store(request.param, tmp_path_factory.mktemp("filters"))
     retriever = DCSRRetriever(document_store=store, query_model=tiny_bert, progress_bar=False, top_n_sentences=500)

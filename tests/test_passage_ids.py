@@ -32,7 +32,7 @@ def found(retriever):
     return {doc.id: doc.content for doc in retriever.retrieve("is here", top_k=50)}
 
 
-@pytest.mark.parametrize("kind", ["faiss-flat", "faiss-postgres", "memory", "milvus"])
+@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "milvus"])
 def test_every_id_round_trips_through_retrieval_save_load_and_delete(kind, tmp_path, tiny_bert):
     store = make_store(kind, tmp_path)
     retriever = retriever_for(store, tiny_bert)

@@ -239,6 +239,75 @@ def test_two_processes_saving_to_one_yaml_take_turns(tmp_path, tiny_bert, corpus
     assert not any(".tmp-" in p.name for p in path.parent.rglob("*"))
 
 
+def test_a_save_waits_while_another_process_saves_to_the_same_yaml(saved, tmp_path):
+    """Saves to one YAML path take turns (``<yaml>.lock``): while one process is held in the middle of its save
+    (its generation written, its YAML not yet), a second process's save to the same path starts nothing (no
+    generation of its own) and ends only after the first one."""
+    path, _ = saved
+
+    def held_save(out):
+        real = pipelines._save_pipeline
+
+        def pausing(*args, **kwargs):
+            import haystack_dcsr.core.atomic_files as atomic_files
+
+            write_text = atomic_files.atomic_write_text
+
+            def hold_then_write(target, *a, **k):
+                if Path(target) == path:  # the YAML, written last
+                    print("HELD", flush=True, file=out)
+                    time.sleep(4)
+                return write_text(target, *a, **k)
+
+            atomic_files.atomic_write_text = hold_then_write
+            return real(*args, **kwargs)
+
+        pipelines._save_pipeline = pausing
+        save_pipeline(load_pipeline(path), path)
+        print("FIRST SAVED", time.monotonic(), file=out)
+
+    def second_save(out):
+        pipeline = load_pipeline(path)
+        print("READY", file=out)
+        save_pipeline(pipeline, path)
+        print("SECOND SAVED", time.monotonic(), file=out)
+
+    generations = _generations(path)
+    first, first_out = forked(held_save, tmp_path)
+    assert first_out.readline().strip() == "HELD"
+    second, second_out = forked(second_save, tmp_path)
+    assert second_out.readline().strip() == "READY"
+    time.sleep(1.5)
+    assert len(_generations(path)) == len(generations) + 1  # the first's only: the second waits for the lock
+    first_done = first_out.readline().split()
+    second_done = second_out.readline().split()
+    assert [exit_code(first), exit_code(second)] == [0, 0]
+    assert first_done[:2] == ["FIRST", "SAVED"] and second_done[:2] == ["SECOND", "SAVED"]
+    assert float(second_done[2]) > float(first_done[2])
+
+
+def test_a_load_reads_the_yaml_again_when_a_save_removed_the_generation_it_named(saved, monkeypatch):
+    """Between reading the YAML and opening the stores it names, two saves (no grace period) remove the generation
+    that YAML named: the load reads the newer YAML and answers as saved."""
+    path, expected = saved
+    monkeypatch.setattr(pipelines, "SUPERSEDED_GRACE_S", 0.0)
+    (named,) = _generations(path)
+    resolve = pipelines.resolve_saved_stores
+    calls = []
+
+    def saves_in_between(config, base):
+        calls.append(config["components"])
+        if len(calls) == 1:
+            for _ in range(2):
+                save_pipeline(load_pipeline(path), path)
+            assert named not in _generations(path)
+        return resolve(config, base)
+
+    monkeypatch.setattr(pipelines, "resolve_saved_stores", saves_in_between)
+    assert answers(load_pipeline(path, pipeline_name="query")) == expected
+    assert len(calls) >= 2 and calls[0] != calls[-1]  # read again, naming a newer generation
+
+
 def _save_in_child(path, hook):
     """Fork a child that installs ``hook`` (on ``os``) and saves the pipeline over ``path``; returns (pid, out)."""
 
@@ -368,11 +437,19 @@ def test_a_loaded_store_works_on_its_own_copy_of_the_database(saved):
     assert answers(load_pipeline(path, pipeline_name="query")) == expected
 
 
+def _folder_state(folder: Path):
+    """Every file under ``folder`` with its size and modification time."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_a_process_killed_after_an_unsaved_deletion_leaves_the_folder_as_saved(saved, tmp_path):
-    """A process deletes passages and is killed before it saves: the folder loads and answers as saved (before
-    working copies, the deletion had reached the saved database but not its index, and the load failed), and that
-    load removes the dead process's copy."""
+    """A process loads, deletes passages and is killed before it saves: nothing in the saved folder changed (no
+    file added, none written), the folder loads and answers as saved, and that load removes the dead process's
+    working copy (outside the folder) while this process's stays."""
+    from haystack_dcsr.haystack1.engine.working_copies import working_folder
+
     path, expected = saved
+    before = _folder_state(path.parent)
 
     def delete_and_wait(out):
         pipeline = load_pipeline(path, pipeline_name="query")
@@ -381,48 +458,32 @@ def test_a_process_killed_after_an_unsaved_deletion_leaves_the_folder_as_saved(s
 
     pid, out = forked(delete_and_wait, tmp_path)
     assert out.readline().split()[0] == "DELETED"
+    assert [p.stem.rsplit("-", 2)[1] for p in working_folder().glob(f"*-{pid}-*.db")] == [str(pid)]
     os.kill(pid, signal.SIGKILL)
     assert exit_code(pid) == -signal.SIGKILL
-    assert answers(load_pipeline(path, pipeline_name="query")) == expected
-    (generation,) = _generations(path)
-    assert not list(generation.glob(f"*.working-{pid}-*"))  # the dead child's copy went
-    assert [p.name.split("-")[1] for p in generation.glob("*.working-*.db")] == [str(os.getpid())]  # ours stays
+    assert _folder_state(path.parent) == before
+    loaded = load_pipeline(path, pipeline_name="query")
+    assert answers(loaded) == expected
+    assert not list(working_folder().glob(f"*-{pid}-*.db"))  # the dead child's copy went
+    assert list(working_folder().glob(f"*-{os.getpid()}-*.db"))  # ours stays
+    assert _folder_state(path.parent) == before  # loading wrote nothing into the save
 
 
-def test_a_superseded_generation_stays_while_a_live_process_works_on_it(saved, tmp_path, monkeypatch):
-    """Superseded generations are removed, except one that a running process loaded (its working copy is in
-    it); once that process is gone, the next save removes it."""
-    path, _ = saved
+def test_a_loaded_pipeline_answers_after_its_generation_is_removed(saved, monkeypatch):
+    """A loaded pipeline needs nothing more from its saved folder: after two newer saves removed the generation
+    it was loaded from (no grace period), it still answers as saved, and its store still deletes and writes."""
+    path, expected = saved
     monkeypatch.setattr(pipelines, "SUPERSEDED_GRACE_S", 0.0)
     (first,) = _generations(path)
-
-    def load_and_wait(out):
-        load_pipeline(path, pipeline_name="query")
-        print("LOADED", file=out)
-        time.sleep(600)
-
-    def saving(times):
-        def work(out):
-            pipeline = load_pipeline(path)
-            for _ in range(times):
-                save_pipeline(pipeline, path)
-            print("SAVED", file=out)
-
-        return work
-
-    waiter, waiter_out = forked(load_and_wait, tmp_path)
-    assert waiter_out.readline().strip() == "LOADED"
-    try:
-        saver, saver_out = forked(saving(3), tmp_path)
-        assert saver_out.read().strip() == "SAVED" and exit_code(saver) == 0
-        kept = _generations(path)
-        assert len(kept) == 3 and kept[0] == first  # the second went; the first is in use
-    finally:
-        os.kill(waiter, signal.SIGKILL)
-        exit_code(waiter)
-    saver, saver_out = forked(saving(1), tmp_path)
-    assert saver_out.read().strip() == "SAVED" and exit_code(saver) == 0
-    assert first not in _generations(path) and len(_generations(path)) == 2  # the newest two
+    loaded = load_pipeline(path, pipeline_name="query")
+    for _ in range(2):
+        save_pipeline(load_pipeline(path), path)
+    assert first not in _generations(path) and len(_generations(path)) == 2
+    assert answers(loaded) == expected
+    store = loaded.get_node("Retriever").document_store
+    count = store.get_document_count()
+    assert loaded.get_node("Retriever").delete_passages(filters={"title": ["Penicillin"]}) > 0
+    assert 0 < store.get_document_count() < count
 
 
 def test_a_loaded_store_is_not_saved_naming_its_working_copy(saved, tmp_path):

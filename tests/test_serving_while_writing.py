@@ -66,7 +66,7 @@ def setup(kind, tmp_path, name, tiny_bert, corpus):
     return store, retriever
 
 
-@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "qdrant", "faiss-postgres", "milvus"])
+@pytest.mark.parametrize("kind", ["faiss-flat", "memory", "qdrant", "milvus"])
 def test_queries_while_one_thread_writes_see_whole_states_only(kind, tmp_path, tiny_bert, corpus):
     failures, errors, progress, latencies, retriever, states, steps = soak(kind, tmp_path, tiny_bert, corpus)
     assert not failures, failures[:3]

@@ -16,7 +16,7 @@ from haystack_dcsr import DCSRRetriever, SentencePreprocessor
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 PRE = SentencePreprocessor(progress_bar=False)
-STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "faiss-postgres", "milvus"]
+STORE_KINDS = ["faiss-flat", "faiss-hnsw", "memory", "qdrant", "milvus"]
 TEXTS = {
     "x4": "Alpha one is here. Alpha two is here. Alpha three is here. Alpha four is here.",
     "x2": "Beta one is here. Beta two is here.",
@@ -32,13 +32,8 @@ def make_store(kind, tmp_path, name="store"):
         return qdrant_store(tmp_path, name)
     if kind == "milvus":
         return milvus_store(name)
-    if kind == "faiss-postgres":
-        from postgres import new_database_url
-
-        sql_url = new_database_url(name)
-    else:
-        sql_url = f"sqlite:///{tmp_path / name}.db"
-    factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32", "faiss-postgres": "Flat"}[kind]
+    sql_url = f"sqlite:///{tmp_path / name}.db"
+    factory = {"faiss-flat": "Flat", "faiss-hnsw": "HNSW32"}[kind]
     return FAISSDocumentStore(sql_url=sql_url, embedding_dim=32, faiss_index_factory_str=factory, progress_bar=False)
 
 

@@ -31,7 +31,7 @@ def test_the_wheel_holds_the_package_its_entry_point_and_extras(installed):
     assert not any(name.startswith(("tests/", "benchmarks/", "examples/")) for name in names)
     assert "dcsr-train = haystack_dcsr.training.cli:main" in wheel_metadata(wheel, "entry_points.txt")
     metadata = wheel_metadata(wheel, "METADATA")
-    for extra in ("haystack1", "haystack2", "haystack2-qdrant", "postgres", "serve"):
+    for extra in ("haystack1", "haystack2", "haystack2-qdrant", "haystack2-pgvector", "serve"):
         assert f"Provides-Extra: {extra}" in metadata
     assert re.search(r"Requires-Dist: farm-haystack.*extra == .haystack1.", metadata)
     assert re.search(r"Requires-Dist: haystack-ai.*extra == .haystack2.", metadata)

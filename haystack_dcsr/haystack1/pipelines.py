@@ -48,9 +48,10 @@ def load_pipeline(
         try:
             config = resolve_saved_stores(config, path.parent.resolve())
             break
-        except FileNotFoundError:
+        except PipelineConfigError as error:
             # another process saved over this YAML and removed the generation it named: read the newer YAML
-            if attempt == LOAD_ATTEMPTS - 1 or read_pipeline_yaml(path) == config:
+            missing = isinstance(error.__cause__, FileNotFoundError)
+            if not missing or attempt == LOAD_ATTEMPTS - 1 or read_pipeline_yaml(path) == config:
                 raise
     stub_haystack_punkt()  # Haystack's PreProcessor would try to download nltk data DCSR never uses
     try:
@@ -62,9 +63,7 @@ def load_pipeline(
             for component in config.get("components", []):
                 discard_temporary_config(component.get("params") or {})
         setattr(pipeline, LOADED_NAME, pipeline_name or config["pipelines"][0]["name"])  # save_pipeline keeps it
-        for component in _components(pipeline).values():
-            if isinstance(component, FAISSDocumentStore):
-                adopt_working_copy(component)
+        read_saved_maps(pipeline)
         return pipeline
     except PipelineConfigError as error:
         cause = error.__cause__
@@ -95,6 +94,23 @@ class _NoAliasLoader(yaml.SafeLoader):
                 "pipeline file: write the values out"
             )
         return super().compose_node(parent, index)
+
+
+def read_saved_maps(pipeline: Pipeline) -> None:
+    """Tie each loaded FAISS store's working copy to the store's life and read the vector map saved beside its
+    index now, at load (not at the first query): the loaded pipeline then needs nothing more from the saved
+    folder, which a later save may remove."""
+    from haystack_dcsr.haystack1.engine.sentence_search import saved_map_path
+    from haystack_dcsr.haystack1.retriever import DCSRRetriever
+
+    components = _components(pipeline).values()
+    for component in components:
+        if isinstance(component, FAISSDocumentStore):
+            adopt_working_copy(component)
+    for retriever in components:
+        store = getattr(retriever, "document_store", None)
+        if isinstance(retriever, DCSRRetriever) and isinstance(store, FAISSDocumentStore) and saved_map_path(store):
+            retriever.engine.search_for(store).current_map()
 
 
 def read_pipeline_yaml(path: Union[str, Path]) -> Dict[str, Any]:
@@ -129,7 +145,7 @@ def resolve_saved_stores(config: Dict[str, Any], base: Path) -> Dict[str, Any]:
                     "documents_path": str(saved_file(params["documents_path"], base, "BM25 store")),
                 }
         except (OSError, ValueError) as error:
-            raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from None
+            raise PipelineConfigError(f"component {component.get('name')!r}: {error}") from error
     return config
 
 
@@ -258,17 +274,16 @@ def remove_superseded_generations(files: Path, current: Path) -> None:
     """Remove the generations older than the one before ``current`` once a newer one has existed for
     ``SUPERSEDED_GRACE_S``: a loader that read the previous YAML is still opening its generation, and a
     process that re-saves in a loop must not pull it away (``load_pipeline`` re-reads the YAML if it does).
-    A generation that a live process still works on (a database working copy in it) stays until it ends."""
+    A loaded pipeline needs its generation no longer: its store works on a copy of the database outside it and
+    its retrievers read the vector map at load."""
     import shutil
     import time
-
-    from haystack_dcsr.haystack1.engine.working_copies import copies_in_use
 
     generations = sorted(p for p in files.iterdir() if p.is_dir()) if files.is_dir() else []
     generations = [g for g in generations if g != current] + [current]
     now = time.time()
     for older, newer in zip(generations[:-2], generations[1:-1]):
-        if now - newer.stat().st_mtime > SUPERSEDED_GRACE_S and not copies_in_use(older):
+        if now - newer.stat().st_mtime > SUPERSEDED_GRACE_S:
             shutil.rmtree(older, ignore_errors=True)
 
 

@@ -101,25 +101,6 @@ def check_query_params(pipeline, params: Any) -> Dict[str, Any]:
     return params
 
 
-def refuse_server_databases(pipeline) -> None:
-    """The delete route's promise (a restart serves the state before a request or after it, whole) holds for a
-    FAISS store whose database is saved into the folder (SQLite). A server database (PostgreSQL) changes at once
-    while the folder's FAISS index changes only at the save after it: refused, before anything is served."""
-    from haystack.document_stores import FAISSDocumentStore
-
-    for name in pipeline.graph.nodes:
-        store = getattr(pipeline.get_node(name), "document_store", None)
-        if isinstance(store, FAISSDocumentStore):
-            dialect = store.session.bind.dialect.name
-            if dialect != "sqlite":
-                raise ValueError(
-                    f"--allow-writes: the FAISS store's database is a {dialect} server, which a deletion changes "
-                    "before the saved folder's index can follow, so a crash in between would leave a folder that "
-                    "does not load. Serve this pipeline read-only and delete through DCSRRetriever.delete_passages "
-                    "in one process, then save_pipeline; or use a SQLite database, which the save copies."
-                )
-
-
 def create_app(
     path: Union[str, Path],
     pipeline_name: Optional[str] = None,
@@ -140,7 +121,6 @@ def create_app(
     pipeline = load_pipeline(path, pipeline_name=pipeline_name)
     if allow_writes:
         refuse_unsaveable_stores(pipeline)
-        refuse_server_databases(pipeline)
     write_lock = threading.Lock()
     app = FastAPI(title="haystack-dcsr REST API", version=haystack.__version__)
 
@@ -290,9 +270,9 @@ def _filters_of(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def _dcsr_retriever(pipeline):
-    found = [
-        pipeline.get_node(n) for n in pipeline.graph.nodes if type(pipeline.get_node(n)).__name__ == "DCSRRetriever"
-    ]
+    from haystack_dcsr.haystack1.retriever import DCSRRetriever
+
+    found = [pipeline.get_node(n) for n in pipeline.graph.nodes if isinstance(pipeline.get_node(n), DCSRRetriever)]
     if not found:
         raise RequestError("this pipeline has no DCSRRetriever to delete passages through", status=404)
     return found[0]
@@ -302,11 +282,13 @@ def _document_store(pipeline):
     """The store the pipeline's DCSR retriever reads (else its first retriever's)."""
     from haystack.nodes import BaseRetriever
 
+    from haystack_dcsr.haystack1.retriever import DCSRRetriever
+
     retrievers = [pipeline.get_node(n) for n in pipeline.graph.nodes if isinstance(pipeline.get_node(n), BaseRetriever)]
     stores = [r.document_store for r in retrievers if getattr(r, "document_store", None) is not None]
     if not stores:
         raise RequestError("this pipeline has no retriever with a document store", status=404)
-    dcsr = [r.document_store for r in retrievers if type(r).__name__ == "DCSRRetriever"]
+    dcsr = [r.document_store for r in retrievers if isinstance(r, DCSRRetriever)]
     return (dcsr or stores)[0]
 
 

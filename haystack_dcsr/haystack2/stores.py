@@ -15,6 +15,7 @@ from typing import List, Sequence
 
 from haystack import Document
 
+from haystack_dcsr.core.optional_classes import is_instance
 from haystack_dcsr.core.sentence_units import PassageRef, position, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import SPLITTER, StoreSentences
 
@@ -91,12 +92,12 @@ def pgvector_sentences(document_store):
     return PgvectorSentences(document_store)
 
 
-STORES = {
-    "InMemoryDocumentStore": InMemorySentences,
-    "QdrantDocumentStore": QdrantSentences,
-    "MilvusDocumentStore": MilvusSentences,
-    "PgvectorDocumentStore": pgvector_sentences,
-}
+STORES = (  # (module, class, adapter): recognised by isinstance, the integration imported only by its user
+    ("haystack.document_stores.in_memory", "InMemoryDocumentStore", InMemorySentences),
+    ("haystack_integrations.document_stores.qdrant", "QdrantDocumentStore", QdrantSentences),
+    ("milvus_haystack", "MilvusDocumentStore", MilvusSentences),
+    ("haystack_integrations.document_stores.pgvector", "PgvectorDocumentStore", pgvector_sentences),
+)
 
 
 def sentence_store_for(document_store):
@@ -104,10 +105,10 @@ def sentence_store_for(document_store):
     ``DCSRMilvusDocumentStore``), or this module's adapter for an integration's store."""
     if callable(getattr(document_store, "dcsr_search", None)):
         return document_store.dcsr_search()
-    kind = type(document_store).__name__
-    if kind not in STORES:
-        raise TypeError(
-            f"DCSRRetriever does not support {kind} yet: use {', '.join(STORES)}, or add an adapter in "
-            "haystack_dcsr/haystack2/stores.py"
-        )
-    return STORES[kind](document_store)
+    for module, name, adapter in STORES:
+        if is_instance(document_store, module, name):
+            return adapter(document_store)
+    raise TypeError(
+        f"DCSRRetriever does not support {type(document_store).__name__} yet: use "
+        f"{', '.join(name for _, name, _ in STORES)}, or add an adapter in haystack_dcsr/haystack2/stores.py"
+    )

@@ -13,7 +13,7 @@ FAISS HNSW indexes cannot remove vectors: there a stale sentence that already ha
 SQL (the index is reset right after, so no vector id is left pointing at the wrong sentence).
 
 Both wrapped methods first remove FAISS vectors that an interrupted write left past the last id SQL names
-(``passage_deletion.trim_orphan_vectors``), so re-running a write that a lost database connection stopped
+(``passage_deletion.trim_orphan_vectors``), so re-running a write that failed halfway (a full disk, an exception)
 completes the store with rows and vectors agreeing.
 """
 

@@ -9,8 +9,8 @@ without a word and answers wrongly. ``save_faiss_store`` therefore:
 - writes every file atomically (``atomic_files``): a failed save leaves the previous file whole;
 - copies a SQLite database into the set (SQLite's online backup, so the copy is consistent even
   while the store is open, in-memory databases included): the saved folder is self-contained and
-  loads from any working directory or machine (a load works on a copy of it: ``working_copies``);
-  a server database (PostgreSQL) is referenced;
+  loads from any working directory or machine (a load works on a copy of it outside the folder:
+  ``working_copies``);
 - records a ``Fingerprint`` in the map (index size and bytes, SQL rows with vectors, a few vectors
   by id), which ``check_fingerprint`` compares with what a load opened.
 

@@ -21,7 +21,7 @@ from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX
 from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker
 from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
-from haystack_dcsr.haystack1.engine.sql_rows import is_sql_store, recover_sessions
+from haystack_dcsr.haystack1.engine.sql_rows import refuse_server_database
 
 
 class SentenceEngine:
@@ -103,7 +103,6 @@ class SentenceEngine:
 def attach(document_store: BaseDocumentStore) -> None:
     """What a store gains by serving a DCSRRetriever: its writes wait for queries and the reverse
     (``store_guard``), and a re-written passage leaves no sentences of its old version behind
-    (``passage_writes``); a SQL store survives its database restarting (``sql_rows.recover_sessions``)."""
-    if is_sql_store(document_store):
-        recover_sessions(document_store)
+    (``passage_writes``). A FAISS store over a database server is refused (``sql_rows.refuse_server_database``)."""
+    refuse_server_database(document_store)
     keep_passages_whole(document_store, guard(document_store))

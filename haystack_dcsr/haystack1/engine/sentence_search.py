@@ -25,6 +25,7 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
 from haystack_dcsr.core.filters import check_filters, mixed_kinds
+from haystack_dcsr.core.optional_classes import is_instance
 from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits
 from haystack_dcsr.core.sentence_units import (
     PassageRef,
@@ -46,7 +47,7 @@ from haystack_dcsr.haystack1.engine.sql_rows import (
 
 logger = logging.getLogger(__name__)
 
-NUMERIC_RANGE_STORES = ("QdrantDocumentStore",)  # $gt & co. on numbers only
+NUMERIC_RANGE_STORES = (("qdrant_haystack.document_stores.qdrant", "QdrantDocumentStore"),)  # $gt & co.: numbers only
 
 
 class SentenceSearch:
@@ -291,8 +292,8 @@ class StoreSentenceSearch(SentenceSearch):
 
     def __init__(self, document_store, index: Optional[str] = None, cache_size: int = 0):
         super().__init__(document_store, index, cache_size=0)
-        name = type(document_store).__name__
-        self._numeric_ranges = name if name in NUMERIC_RANGE_STORES else None
+        numeric_only = any(is_instance(document_store, *kind) for kind in NUMERIC_RANGE_STORES)
+        self._numeric_ranges = type(document_store).__name__ if numeric_only else None
         self._size_checked = False
 
     def note_embedding(self) -> None:

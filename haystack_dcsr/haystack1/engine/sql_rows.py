@@ -7,7 +7,6 @@ index, so it reads plain columns here. A store's SQLAlchemy session is one objec
 caller and is not thread-safe, so every read below holds that store's lock (``store_lock``).
 """
 
-import functools
 import threading
 import weakref
 from contextlib import contextmanager
@@ -33,123 +32,28 @@ def store_lock(document_store: BaseDocumentStore) -> threading.RLock:
         return lock
 
 
-class DatabaseUnavailableError(ConnectionError):
-    """The store's SQL database could not be reached, or the connection broke mid-call. The call did nothing that
-    a retry would not redo (its transaction was rolled back); the store works again once the database is back."""
-
-
-_DISCONNECT_TEXT = ("server closed the connection", "terminating connection", "could not connect", "connection refused",
-                   "connection already closed", "the database system is", "ssl connection has been closed")  # fmt: skip
-
-
-def _database_error(document_store: BaseDocumentStore, error: BaseException) -> DatabaseUnavailableError:
-    url = document_store.session.bind.url
-    where = f"{url.drivername}://{url.host or ''}{':' + str(url.port) if url.port else ''}/{url.database or ''}"
-    return DatabaseUnavailableError(
-        f"the store's database ({where}) failed: {type(error).__name__}: {str(error).strip().splitlines()[0]}. "
-        "Its transaction was rolled back; retry once the database is reachable."
-    )
-
-
-def _sql_failure(error: BaseException):
-    """(failed SQL error or None, whether it is a lost connection) for ``error`` or what it wraps."""
-    from sqlalchemy import exc
-
-    while error is not None:
-        if isinstance(error, exc.PendingRollbackError):
-            return error, True
-        if isinstance(error, exc.DBAPIError):
-            lost = error.connection_invalidated or any(text in str(error).lower() for text in _DISCONNECT_TEXT)
-            return error, lost
-        error = error.__cause__ or error.__context__
-    return None, False
-
-
 @contextmanager
 def sql_session(document_store: BaseDocumentStore) -> Iterator:
-    """The store's session, under its lock; a failed statement is rolled back (so the next call starts clean and,
-    after a lost connection, reconnects); a lost connection is raised as a :class:`DatabaseUnavailableError`."""
+    """The store's session, under its lock."""
     with store_lock(document_store):
-        try:
-            yield document_store.session
-        except Exception as error:
-            _recover_or_raise(document_store, error)
+        yield document_store.session
 
 
-SESSION_METHODS = (
-    "write_documents", "update_embeddings", "get_document_count", "get_embedding_count", "get_all_documents",
-    "get_documents_by_id", "get_document_by_id", "delete_documents", "delete_index", "update_document_meta",
-    "query_by_embedding", "query_by_embedding_batch", "get_all_labels", "get_label_count",
-)  # fmt: skip
-
-
-def recover_sessions(document_store: BaseDocumentStore) -> None:
-    """Make a SQL store survive its database restarting or a connection being killed: each connection is checked
-    when taken from the pool (a dead one is replaced), and a call of Haystack's own that fails on a broken
-    connection leaves the session rolled back (instead of refusing every later call with "Can't reconnect until
-    invalid transaction is rolled back") and raises a :class:`DatabaseUnavailableError`."""
-    if getattr(document_store, "_dcsr_recovers_sessions", False):
+def refuse_server_database(document_store: BaseDocumentStore) -> None:
+    """A FAISS store serves DCSR from one process with its database in SQLite, saved with it by ``save_pipeline``.
+    Over a database server (PostgreSQL) several processes would share rows behind FAISS indexes each keeps for
+    itself, and a server restart would break the store's one session: refused by name, with the engines made for
+    that."""
+    if not is_sql_store(document_store) or document_store.session.bind.dialect.name == "sqlite":
         return
-    from sqlalchemy import event
-
-    engine = document_store.session.bind
-    if not getattr(engine, "_dcsr_pings", False):
-        event.listen(engine, "engine_connect", _ping)  # SQLAlchemy's pessimistic disconnect handling
-        engine._dcsr_pings = True
-    for name in SESSION_METHODS:
-        method = getattr(document_store, name, None)
-        if method is not None:
-            setattr(document_store, name, _recovering(document_store, method))
-    generator = document_store.get_all_documents_generator
-
-    def get_all_documents_generator(*args, **kwargs):
-        try:
-            yield from generator(*args, **kwargs)
-        except Exception as error:
-            _recover_or_raise(document_store, error)
-
-    document_store.get_all_documents_generator = get_all_documents_generator
-    document_store._dcsr_recovers_sessions = True
-
-
-def _recovering(document_store: BaseDocumentStore, method):
-    @functools.wraps(method)
-    def call(*args, **kwargs):
-        try:
-            return method(*args, **kwargs)
-        except Exception as error:
-            _recover_or_raise(document_store, error)
-
-    return call
-
-
-def _recover_or_raise(document_store: BaseDocumentStore, error: BaseException):
-    failed, lost = _sql_failure(error)
-    if failed is None:
-        raise error
-    with store_lock(document_store):
-        document_store.session.rollback()
-    if not lost:
-        raise error
-    raise _database_error(document_store, failed) from error
-
-
-def _ping(connection, branch=False):
-    """Run ``SELECT 1`` on a connection taken from the pool; a dead one is invalidated and reopened once."""
-    from sqlalchemy import exc, select
-
-    if branch:
-        return
-    save_should_close_with_result = connection.should_close_with_result
-    connection.should_close_with_result = False
-    try:
-        connection.scalar(select(1))
-    except exc.DBAPIError as error:
-        if not error.connection_invalidated:
-            raise
-        connection.scalar(select(1))  # the pool reconnects; a server still down raises here
-    finally:
-        connection.should_close_with_result = save_should_close_with_result
+    url = document_store.session.bind.url
+    raise ValueError(
+        f"{type(document_store).__name__} over a {url.get_backend_name()} database ({url.host or ''}/"
+        f"{url.database or ''}): DCSR serves a FAISS store from one process with its database in SQLite "
+        "(sql_url='sqlite:///...', saved with the index by save_pipeline). For a database that several processes "
+        "share and that restarts on its own, use a server engine: DCSRMilvusDocumentStore (Haystack 1.x and 2.x) "
+        "or PgvectorDocumentStore (Haystack 2.x)."
+    )
 
 
 def is_sql_store(document_store: BaseDocumentStore) -> bool:
