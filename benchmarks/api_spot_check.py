@@ -20,7 +20,7 @@ from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
 VECTORS = ROOT / "benchmarks" / "cache" / "ann" / "MiniLM_zero-shot" / "sentence_vectors.npy"
 
@@ -50,7 +50,7 @@ def main() -> None:
     query_vectors = model.encode_queries([q for q, _, _ in questions])
     ranked = [
         [passages[int(key)].content for key in scored.passages]
-        for scored in index.rank(query_vectors, model.temperature, top_k=100)
+        for scored in index.rank_passage_numbers(query_vectors, model.temperature, top_k=100)
     ]
     ranks = first_hit_ranks(ranked, [a for _, a, _ in questions])
     report = {

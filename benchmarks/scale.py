@@ -13,6 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "lib"))
 from subcommands import dispatch  # noqa: E402
 
 COMMANDS = {
+    "presets": (
+        "ann_study.py",
+        "every FAISS index type over the same vectors (the study behind INDEX_PRESETS); --prepare-only caches them",
+    ),
     "ann": ("ann_latency.py", "query latency and top-k of the index presets (exact, HNSW, IVF) on SQuAD"),
     "growth": ("cost_growth.py", "index build time, size and query latency as the corpus grows"),
     "memory": ("map_memory.py", "memory of the vector-id -> sentence map at a given corpus size"),

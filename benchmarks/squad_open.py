@@ -15,7 +15,7 @@ Each system is ``NAME=KIND[:MODEL_DIR]``; kinds:
   rerank:BASE+DIR[@N]  a cross-encoder (a train-cross-encoder output) over BASE's top N (default 20): BASE's
                rankings and candidate scores with their first N reordered (benchmarks/lib/cross_encoder_rerank.py)
   rerank-blend:BASE+DIR[@N]  the same, the N ordered by 0.5 * min-max CE + 0.5 * min-max BASE
-  ranked:FILE  a system ranked on another machine: benchmarks/studies/gpu_train.py's NAME.ranked.json.xz (its towers'
+  ranked:FILE  a system ranked on another machine: a GPU run's NAME.ranked.json.xz (its towers'
                served rankings of these questions and contrast pairs, candidate scores, MEQ ranking report)
 A hybrid gets the MEQ ranking (MR/MRR among the 50 candidates) when both of its systems scored the
 candidates in this workdir (their caches keep the scores): the same fusion over the candidates' scores.
@@ -24,7 +24,8 @@ Resumable: each system's ranking is cached under --workdir and reused while the 
 the model's files are the same (after changing a model-free kind's code, delete its cache file).
 Systems already in --out for the same questions are kept, so a later run can add systems; their
 per-question first-hit ranks (``*.first_hits.json``), MEQ ranks and "own gold first" outcomes let
-``paired_tests.py`` test any two systems of the report. Writes JSON, a Markdown table and an SVG plot.
+``squad_open.py paired REPORT --pair A B`` test any two systems of the report (``lib/paired_tests.py``). Writes
+JSON, a Markdown table and an SVG plot.
 
     .venv/bin/python benchmarks/squad_open.py --questions 1000 \\
         --system BM25=bm25 --system "DCSR-ft=dcsr:runs/cpu_dcsr/last" --system "DPR-ft=dpr:runs/cpu_dpr/last"
@@ -44,7 +45,7 @@ from typing import Dict, List, NamedTuple, Tuple
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
 import numpy as np  # noqa: E402
 from cross_encoder_rerank import (  # noqa: E402
@@ -337,7 +338,7 @@ def main() -> None:
         "--pairs-to-score",
         type=Path,
         help="write the (question, passage) pairs the rerank rows need to this .jsonl.xz instead of scoring them "
-        "and reporting those rows: for a cross-encoder trained and run elsewhere (studies/gpu_cross_encoder.py)",
+        "and reporting those rows: for a cross-encoder trained and run elsewhere (a GPU run)",
     )
     parser.add_argument(
         "--rerank-quantize",
@@ -469,12 +470,12 @@ def main() -> None:
     if collector:
         print(f"{collector.write(args.pairs_to_score)} pairs to score -> {args.pairs_to_score}")
         return
-    # paired tests are derived on demand (benchmarks/studies/paired_tests.py): over every pair they grew quadratically
+    # paired tests are derived on demand (squad_open.py paired): over every pair they grew quadratically
     for stale in ("paired", "ranking_paired", "own_gold_paired"):
         report.pop(stale, None)
     args.out.write_text(json.dumps(report, indent=1))
     table = markdown_table(report) + "\n\n" + question_word_table(report)
-    table += f"\n\nPaired tests between any two systems: `benchmarks/studies/paired_tests.py {args.out} --pair A B`"
+    table += f"\n\nPaired tests between any two systems: `python benchmarks/squad_open.py paired {args.out} --pair A B`"
     args.out.with_suffix(".md").write_text(table + "\n")
     args.out.with_suffix(".svg").write_text(
         accuracy_svg(
@@ -487,4 +488,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["paired"]:  # paired tests between systems of a report: lib/paired_tests.py
+        import runpy
+
+        sys.argv = ["squad_open.py paired", *sys.argv[2:]]
+        runpy.run_path(str(Path(__file__).resolve().parent / "lib" / "paired_tests.py"), run_name="__main__")
+    else:
+        main()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's final table: every system over all 20,963 SQuAD paragraphs and all 10,570 dev
 # questions, plus the SQuAD-dev MEQ contrast set (data/meq_dev). Needs the CPU runs of
-# benchmarks/studies/train_cpu.sh under runs/. Resumable: finished systems are cached in benchmarks/cache,
+# studies/train_cpu.sh (a study in git history: docs/research/studies.md) under runs/. Resumable: finished systems are cached in benchmarks/cache,
 # and systems already in the report for the same questions are kept (so systems can be added later).
 #   bash benchmarks/squad_open_full.sh     (~1.5 h on 2 cores, mostly indexing: ~10 min per dense system)
 [[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0; }
@@ -27,12 +27,12 @@ with_hybrids() {  # RUN NAME LABEL: a trained DCSR run, then its BM25 hybrids (m
     systems+=("$2=dcsr:runs/$1/last" "Hybrid $3 + BM25=hybrid:$2+BM25" "Hybrid $3 + BM25, HasAns as is=hybrid-hasans:$2+BM25")
   fi
 }
-# the QQ-off controls (benchmarks/studies/train_cpu.sh dcsr_meq / dcsr_meq_os), when trained
+# the QQ-off controls (studies/train_cpu.sh dcsr_meq / dcsr_meq_os), when trained
 [ -d runs/cpu_dcsr_meq/last ] && systems+=("DCSR, MEQ data, QQ off=dcsr:runs/cpu_dcsr_meq/last")
 [ -d runs/cpu_dcsr_meq_os/last ] && systems+=("DCSR, MEQ x5, QQ off=dcsr:runs/cpu_dcsr_meq_os/last")
-# QQ at weight 5 (benchmarks/studies/train_cpu.sh dcsr_qq_w5), when trained
+# QQ at weight 5 (studies/train_cpu.sh dcsr_qq_w5), when trained
 [ -d runs/cpu_dcsr_qq_w5/last ] && systems+=("DCSR+QQ, qq_weight 5=dcsr:runs/cpu_dcsr_qq_w5/last")
-# MEQ-centred batches (benchmarks/studies/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
+# MEQ-centred batches (studies/train_cpu.sh dcsr_qq_mb / dcsr_meq_mb), when trained
 with_hybrids cpu_dcsr_qq_mb "DCSR+QQ, MEQ-centred batches" "DCSR+QQ (MEQ-centred)"
 with_hybrids cpu_dcsr_meq_mb "DCSR, MEQ-centred batches, QQ off" "DCSR (MEQ-centred, QQ off)"
 [ -d runs/cpu_dcsr_qq_mb1/last ] && systems+=("DCSR+QQ, MEQ-centred batches, 1 group=dcsr:runs/cpu_dcsr_qq_mb1/last")
@@ -47,7 +47,7 @@ with_hybrids cpu_dcsr_hard_by_dcsr "DCSR-hard (mined by DCSR-ft)" "DCSR-hard (mi
 with_hybrids cpu_dcsr_hard_by_dcsr_qq_mb "DCSR-hard + QQ, MEQ-centred batches" "DCSR-hard + QQ (MEQ-centred)"
 [ -d runs/cpu_dcsr_hard_by_dcsr_meq_mb/last ] && systems+=(
   "DCSR-hard, MEQ-centred batches, QQ off=dcsr:runs/cpu_dcsr_hard_by_dcsr_meq_mb/last")
-# DCSR-hard at 3x and 6x the budget (STEPS=600 / STEPS=1200 benchmarks/studies/train_cpu.sh dcsr_hard), and their hybrids (both fusions)
+# DCSR-hard at 3x and 6x the budget (STEPS=600 / STEPS=1200 studies/train_cpu.sh dcsr_hard), and their hybrids (both fusions)
 with_hybrids cpu_dcsr_hard_by_dcsr_600 "DCSR-hard (mined by DCSR-ft), 600 steps" "DCSR-hard (600 steps)"
 with_hybrids cpu_dcsr_hard_by_dcsr_1200 "DCSR-hard (mined by DCSR-ft), 1200 steps" "DCSR-hard (1200 steps)"
 # query-side tuning of that model (train_cpu.sh query_side / query_side_passage / query_side_meq): its passage tower frozen
@@ -56,9 +56,9 @@ with_hybrids cpu_qs_passage_qq_mb "DCSR-hard + query-side tuning, passage target
 with_hybrids cpu_qs_meq_mb "DCSR-hard + query-side tuning, QQ off (1 epoch)" "DCSR-hard + query-side, QQ off"
 [ -d runs/cpu_dcsr_hard_by_dcsr_bm25x2/last ] && systems+=(
   "DCSR-hard (mined by +2 BM25 random)=dcsr:runs/cpu_dcsr_hard_by_dcsr_bm25x2/last")
-# DCSR+QQ at 3x the budget (STEPS=600 benchmarks/studies/train_cpu.sh dcsr_qq), and its hybrids (both fusions)
+# DCSR+QQ at 3x the budget (STEPS=600 studies/train_cpu.sh dcsr_qq), and its hybrids (both fusions)
 with_hybrids cpu_dcsr_qq_600 "DCSR+QQ, 600 steps" "DCSR+QQ (600 steps)"
-# its QQ-off control at 600 steps (STEPS=600 benchmarks/studies/train_cpu.sh dcsr_meq)
+# its QQ-off control at 600 steps (STEPS=600 studies/train_cpu.sh dcsr_meq)
 with_hybrids cpu_dcsr_meq_600 "DCSR, MEQ data, QQ off, 600 steps" "DCSR (QQ off, 600 steps)"
 # its <sent>-marker twin: the same file, seed and budget, the marker's recipe (STEPS=600 train_cpu.sh dcsr_meq_marker)
 [ -d runs/cpu_dcsr_meq_marker_600/last ] && systems+=(
@@ -72,7 +72,7 @@ with_hybrids cpu_contrast_qq "DCSR-hard + contrast stage, QQ (1 MEQ epoch)" "DCS
 with_hybrids cpu_contrast_meq "DCSR-hard + contrast stage, QQ off (1 MEQ epoch)" "DCSR-hard + contrast stage, QQ off"
 # the same stage on DCSR-ft for two passes, the schedule over both (PASSES=2 train_cpu.sh dcsr contrast_stage_ft)
 with_hybrids cpu_contrast_ft_qq_x2 "DCSR-ft + contrast stage, QQ (2 MEQ epochs)" "DCSR-ft + contrast stage QQ (2 passes)"
-# one-epoch runs ranked on an H100 (benchmarks/studies/gpu_train.py; their NAME.ranked.json.xz copied to runs/gpu/), and hybrids
+# one-epoch runs ranked on an H100 (studies/gpu_train.py; their NAME.ranked.json.xz copied to runs/gpu/), and hybrids
 with_ranked() {  # FILE NAME LABEL
   if [ -f "runs/gpu/$1.ranked.json.xz" ]; then
     systems+=("$2=ranked:runs/gpu/$1.ranked.json.xz" "Hybrid $3 + BM25=hybrid:$2+BM25" "Hybrid $3 + BM25, HasAns as is=hybrid-hasans:$2+BM25")

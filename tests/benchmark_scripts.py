@@ -5,11 +5,11 @@ import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
-FOLDERS = (BENCHMARKS, BENCHMARKS / "lib", BENCHMARKS / "studies")
+FOLDERS = (BENCHMARKS, BENCHMARKS / "lib")
 
 
 def load_benchmark(name: str):
-    """``benchmarks/[lib/|studies/]<name>.py`` as a module (its sibling imports, e.g. squad_data, resolve)."""
+    """``benchmarks/[lib/]<name>.py`` as a module (its sibling imports, e.g. squad_data, resolve)."""
     path = next(folder / f"{name}.py" for folder in FOLDERS if (folder / f"{name}.py").exists())
     added = [str(folder) for folder in FOLDERS]
     sys.path[:0] = added

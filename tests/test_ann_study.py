@@ -1,4 +1,4 @@
-"""benchmarks/studies/ann_study.py --only: the named settings, and a mistyped one refused before any work."""
+"""benchmarks/scale.py presets --only: the named settings, and a mistyped one refused before any work."""
 
 import re
 import sys
@@ -16,7 +16,7 @@ def ann_study():
 
 
 def test_the_settings_the_docs_pass_to_only_are_ones_it_measures(ann_study):
-    command = re.search(r"ann_study\.py --model \"DCSR-ft CPU=[^\n]*\n[^\n]*", SCALE_DOC.read_text()).group(0)
+    command = re.search(r"scale\.py presets --model \"DCSR-ft CPU=[^\n]*\n[^\n]*", SCALE_DOC.read_text()).group(0)
     named = re.findall(r'--only "([^"]+)"', command)
     assert named == ["Flat (top_n=1000)", "HNSW32,SQ8 (efSearch=1000, top_n=1000)"]
     assert set(named) <= {ann_study.label(*s) for s in ann_study.FT_SETTINGS}

@@ -116,7 +116,7 @@ def test_cost_growth_without_the_ann_cache_says_which_command_makes_it(monkeypat
     with pytest.raises(SystemExit) as stop:
         cost_growth.main()
     assert stop.value.code == 2
-    assert "ann_study.py --prepare-only" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+    assert "scale.py presets --prepare-only" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
 
 
 def test_scale_report_tables_the_growth_report_and_leaves_side_studies_alone(monkeypatch, tmp_path):

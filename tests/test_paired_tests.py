@@ -1,4 +1,4 @@
-"""benchmarks/studies/paired_tests.py: the tests of chosen pairs, derived from a report's kept outcomes."""
+"""benchmarks/squad_open.py paired: the tests of chosen pairs, derived from a report's kept outcomes."""
 
 import json
 

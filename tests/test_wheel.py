@@ -28,6 +28,7 @@ def test_the_wheel_holds_the_package_its_entry_point_and_extras(installed):
     assert {"haystack_dcsr/training/recipes/build_model.yaml", "haystack_dcsr/training/recipes/squad_dcsr.yaml"} <= set(
         names
     )  # the trainer's recipes ship with it
+    assert "haystack_dcsr/training/recipes/studies.yaml" not in names  # the studies' stages stay in the clone
     assert not any(name.startswith(("tests/", "benchmarks/", "examples/")) for name in names)
     assert "dcsr-train = haystack_dcsr.training.cli:main" in wheel_metadata(wheel, "entry_points.txt")
     metadata = wheel_metadata(wheel, "METADATA")

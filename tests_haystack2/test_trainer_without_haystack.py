@@ -52,6 +52,7 @@ model = DCSRModel.from_pretrained({model!r}, use_gpu=False)
 texts = ["The capital of country %d is city %d. It rains." % (i, i) for i in range(16)]
 units = model.passage_units(texts)
 index = ExactSentenceIndex(model.encode_passages(units), [len(u) for u in units])
-ranked = index.rank(model.encode_queries(["what is the capital of country 3?"]), model.temperature, top_k=5)[0]
+queries = model.encode_queries(["what is the capital of country 3?"])
+ranked = index.rank_passage_numbers(queries, model.temperature, top_k=5)[0]
 print(json.dumps({{"passages": len(units), "ranked": len(ranked.passages)}}))
 """

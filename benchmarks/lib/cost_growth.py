@@ -39,7 +39,7 @@ from pathlib import Path
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
 import numpy as np  # noqa: E402
 
@@ -307,7 +307,7 @@ def main() -> None:
     if not VECTORS.is_file():
         parser.error(
             f"{VECTORS.relative_to(ROOT)} is missing: the real passages' sentence vectors come from the ANN study's "
-            "cache; make it first with `python benchmarks/studies/ann_study.py --prepare-only` (~10 min on 2 cores)"
+            "cache; make it first with `python benchmarks/scale.py presets --prepare-only` (~10 min on 2 cores)"
         )
     report = json.loads(args.out.read_text()) if args.out.is_file() else {}
     report.update(factory=args.factory, search_params=args.search_params, top_n_sentences=args.top_n)

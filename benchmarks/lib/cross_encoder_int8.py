@@ -3,7 +3,7 @@
 Why: on 2 CPU cores the mpnet reranker scores ~3 pairs a second, which caps how deep it can rerank.
 This CPU has AVX512-VNNI, so int8 matmuls should run 2-4x faster than fp32. A reranker earns its place
 on fine distinctions (which of two near-identical questions a passage answers), so the test is the
-contrast reading itself: the dev pairs of ``contrast_pairwise.py`` scored in fp32 and by each int8
+contrast reading itself: the dev contrast pairs (``evaluation.dev_contrast_pairs``) scored in fp32 and by each int8
 variant in one run, with speed, logit agreement and the preference flips against fp32 (paired McNemar).
 The variants: PyTorch's stock dynamic int8 ``nn.Linear`` (weights per output channel, activations one
 scale a batch) over every layer, over every layer with SmoothQuant's input smoothing, and over subsets;
@@ -30,9 +30,9 @@ import torch
 from scipy.stats import pearsonr, spearmanr
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
-from contrast_pairwise import dev_pairs, train_pairs  # noqa: E402
+from evaluation import dev_contrast_pairs, train_contrast_pairs  # noqa: E402
 from significance import mcnemar_exact  # noqa: E402
 
 from haystack_dcsr.core.cross_encoder import CrossEncoder  # noqa: E402
@@ -152,9 +152,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/cross_encoder_int8.json")
     args = parser.parse_args()
     texts = {p.key: p.text for p in read_corpus(str(args.corpus))}
-    pairs = dev_pairs(args.contrast_set, texts)
+    pairs = dev_contrast_pairs(args.contrast_set, texts)
     rows = [row for pair in pairs for row in scored_rows(pair)]
-    calibration = [row for pair in train_pairs(args.train_file, args.calibration_pairs, 1) for row in scored_rows(pair)]
+    calibration = [
+        row for pair in train_contrast_pairs(args.train_file, args.calibration_pairs, 1) for row in scored_rows(pair)
+    ]
     scorer = CrossEncoder(args.model, device="cpu")
     fp32 = scorer.model
     reference, seconds = timed_scores(scorer, rows)

@@ -368,3 +368,45 @@ def question_word_table(report: Dict) -> str:
         cells = [f"{100 * by[g]['top_k']['1']:.1f} / {100 * by[g]['top_k']['20']:.1f}" for g in groups]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+ContrastPair = Tuple[str, str, str, str, bool]  # q, q's gold text, q', q''s gold text, q's gold holds no answer of q'
+
+
+def dev_contrast_pairs(contrast_set: Path, texts: Dict[str, str]) -> List[ContrastPair]:
+    """The dev contrast set's unique pairs whose two golds differ, as (q, its gold, q', its gold, q's gold holds no
+    answer of q')."""
+    from haystack_dcsr.core.metrics import has_answer
+    from haystack_dcsr.training.meq_data import first_of_each_text_pair
+
+    pairs, _ = load_contrast_set(contrast_set)
+    unique = first_of_each_text_pair([(p["question"], p["meq"]) for p in pairs])
+    return [
+        (
+            p["question"],
+            texts[p["gold"]],
+            p["meq"],
+            texts[p["meq_gold"]],
+            not has_answer(texts[p["gold"]], p["meq_answers"]),
+        )
+        for p, first in zip(pairs, unique)
+        if first and p["gold"] != p["meq_gold"]
+    ]
+
+
+def train_contrast_pairs(path: Path, n: int, seed: int) -> List[ContrastPair]:
+    """A seeded sample of ``n`` training MEQ pairs whose golds differ and where q's gold holds no answer of q' (the
+    trainer's rule for a contrast negative)."""
+    import random
+
+    from haystack_dcsr.core.metrics import has_answer
+    from haystack_dcsr.training.data import load_records
+
+    pairs = []
+    for record in load_records(path).records:
+        for edited in record.negative_questions:
+            if record.positives and edited.positives and edited.positives[0].key != record.positives[0].key:
+                gold, own = record.positives[0].text, edited.positives[0].text
+                if not has_answer(gold, edited.answers):
+                    pairs.append((record.question, gold, edited.question, own, True))
+    return random.Random(seed).sample(pairs, min(n, len(pairs)))

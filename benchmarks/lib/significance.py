@@ -26,7 +26,7 @@ def mcnemar_exact(wins_a: Sequence[bool], wins_b: Sequence[bool]) -> Dict[str, f
     b_only = sum(bool(b) and not a for a, b in zip(wins_a, wins_b))
     n = a_only + b_only
     # scipy's exact binomial test: the exact rational 2 * P(X <= min) to 1e-12 (tested), in milliseconds
-    # where summing big-integer binomials takes seconds (benchmarks/studies/binomtest_speed.py)
+    # where summing big-integer binomials takes seconds (the study studies/binomtest_speed.py, docs/research/studies.md)
     p_value = float(binomtest(a_only, n, 0.5).pvalue) if n else 1.0
     return {"a_only": a_only, "b_only": b_only, "p_value": p_value}
 

@@ -4,8 +4,10 @@ The framework-free way to rank passages with DCSR: the trainer's validation and 
 benchmarks, and anyone with vectors and no document store. Queries are scored against all sentence
 vectors (on the index's device: a GPU when there is one), the top ``top_n`` sentences of each are kept,
 and passages are ranked by HasAns over them (``hasans.rank_hits``), exactly as the Haystack retrievers
-rank the hits of their stores. It is also a ``passage_ranking.SentenceIndex`` (passages are their numbers,
-``remove`` stops serving some), so ``rank_passages`` runs over it as over any engine.
+rank the hits of their stores. Two ways to rank over it: ``rank_passage_numbers``, the no-read path (passage
+numbers and HasAns only: what training loops, mining and benchmarks need), and the driver, ``rank_passages``, for
+which it is a ``passage_ranking.SentenceIndex`` like any engine (passages are their numbers, ``remove`` stops
+serving some); both give the same ranking.
 """
 
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
@@ -14,14 +16,14 @@ import numpy as np
 import torch
 
 from haystack_dcsr.core.hasans import TOP_N_SENTENCES, PassageScores, rank_hits
-from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
+from haystack_dcsr.core.passage_ranking import SentenceHits
 
 
-class ExactSentenceIndex(MaplessIndex):
+class ExactSentenceIndex:
     """Sentence vectors of passages, row ``i`` belonging to passage ``owner[i]``.
 
         index = ExactSentenceIndex(model.encode_passages(sentences_of_each_passage), [len(s) for s in ...])
-        for ranked in index.rank(model.encode_queries(questions), model.temperature, top_k=20):
+        for ranked in index.rank_passage_numbers(model.encode_queries(questions), model.temperature, top_k=20):
             ranked.passages  # passage numbers, best first (ranked.hasans: their HasAns)
 
     :param vectors: (sentences x dim) vectors, passages' sentences consecutive and in passage order.
@@ -44,6 +46,8 @@ class ExactSentenceIndex(MaplessIndex):
         self.starts = np.concatenate([[0], np.cumsum(counts)])
         self.removed: set = set()
 
+    similarity = "dot_product"
+
     def __len__(self) -> int:
         return len(self.vectors)
 
@@ -61,14 +65,16 @@ class ExactSentenceIndex(MaplessIndex):
                 scores, rows = torch.topk(queries @ self.vectors.T, top_n, dim=1)
                 yield from zip(scores.float().cpu().numpy(), rows.cpu().numpy())
 
-    def rank(
+    def rank_passage_numbers(
         self,
         query_vectors: np.ndarray,
         temperature: float,
         top_n: int = TOP_N_SENTENCES,
         top_k: Optional[int] = None,
     ) -> List[PassageScores]:
-        """Per query, passages ranked by HasAns over its top ``top_n`` sentences (the first ``top_k``)."""
+        """Per query, passage numbers ranked by HasAns over its top ``top_n`` sentences (the first ``top_k``), with
+        nothing read: the no-read path (``rank_passages`` over this index gives the same ranking as
+        ``RankedPassage``s)."""
         return [
             rank_hits(scores, self.owner[rows], temperature, top_k=top_k)
             for scores, rows in self.top_sentences(query_vectors, top_n)

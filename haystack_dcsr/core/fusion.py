@@ -5,8 +5,8 @@ Scores of different retrievers live on different scales, so each list is min-max
 missing from a list gets 0 from it. This is the fusion behind the README's hybrid rows (weights
 0.5 / 0.5, fixed a priori). HasAns is scaled too by default: it is a probability, but a small one
 (median 0.2 for the top passage of a fine-tuned model on SQuAD-open), so kept as is it lost to
-BM25's scaled 1.0 at equal weights and the hybrid read 3.5 top-1 lower
-(``benchmarks/studies/fusion_weight.py``). ``reciprocal_rank_fusion`` is the rank-based alternative that
+BM25's scaled 1.0 at equal weights and the hybrid read 3.5 top-1 lower (the study
+``studies/fusion_weight.py``, docs/research/studies.md). ``reciprocal_rank_fusion`` is the rank-based alternative that
 Haystack's ``JoinDocuments`` offers, here so the benchmark can measure what that node gives a user.
 """
 

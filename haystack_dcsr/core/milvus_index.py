@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Seq
 import numpy as np
 
 from haystack_dcsr.core.index_presets import MILVUS_PRESETS
-from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
+from haystack_dcsr.core.passage_ranking import SentenceHits
 from haystack_dcsr.core.sentence_units import (
     META,
     PassageRef,
@@ -84,7 +84,7 @@ class SentenceRow(NamedTuple):
     embedding: Optional[np.ndarray] = None  # when read with vectors and embedded
 
 
-class MilvusSentenceIndex(MaplessIndex):
+class MilvusSentenceIndex:
     """A collection of DCSR sentences on a Milvus server.
 
     :param uri: the server (``http://host:19530``), a cluster's proxy, or a Milvus Lite file (``./dcsr.db``).

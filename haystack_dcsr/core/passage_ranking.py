@@ -1,38 +1,61 @@
-"""One ranking driver over one sentence-index protocol: the top-N sentences of each query, passages by HasAns,
-only passages the index can still serve.
+"""One ranking driver over one small sentence-index protocol: the top-N sentences of each query, passages by
+HasAns, only passages the index can still serve.
 
-Every engine DCSR runs on (the exact index, FAISS + SQL under Haystack 1.x, the Haystack 2.x stores, Milvus)
-implements ``SentenceIndex``: ``search`` returns each query's sentence hits with scores, passage keys and
-sentence positions; ``read`` returns the current sentences of passage versions, or None for a version it can no
-longer serve (deleted, re-written since it was indexed, half-written). ``rank_passages`` owns the loop around
-the one ranking rule (``hasans.rank_hits``): rank, read the best passages, leave out those that cannot be
-served and rank again without their sentences, until every passage returned is whole and current. Adapters
-only encode queries, call the driver and wrap ``RankedPassage`` in their framework's Document
-(``passage_parts`` gives the text, meta and the ``dcsr_sentences`` support list they all serve).
+Every engine DCSR runs on (the exact index, FAISS + SQL under Haystack 1.x, the Haystack 2.x stores, Milvus,
+pgvector) is a ``SentenceIndex``: it says how it compares vectors (``similarity``), ``search`` returns each
+query's sentence hits with scores, passage keys and sentence positions, and ``read`` returns the current
+sentences of passage versions, or None for a version it can no longer serve (deleted, re-written since it was
+indexed, half-written). Two capabilities are optional, detected, never no-ops: ``reading`` (an index over a store
+that this process writes to: the driver holds its read side across each batch's search and reads, so a batch is
+answered for one state) and ``confirm``/``refresh`` (an index that maps its own row ids to sentences, which can
+go out of date under a query). ``rank_passages`` owns the loop around the one ranking rule
+(``hasans.rank_hits``): rank, read the best passages, leave out those that cannot be served and rank again
+without their sentences, until every passage returned is whole and current. Adapters only encode queries, call
+the driver and wrap ``RankedPassage`` in their framework's Document (``passage_parts`` gives the text, meta and
+the ``dcsr_sentences`` support list they all serve).
 """
 
+import contextlib
+import dataclasses
 import logging
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Sequence
+from typing import (
+    Any,
+    ContextManager,
+    Dict,
+    Generic,
+    Hashable,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    TypeVar,
+    runtime_checkable,
+)
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from haystack_dcsr.core.hasans import PassageScores, kept_hits, rank_hits
 from haystack_dcsr.core.sentence_units import SUPPORT, Parts, PassageRef, SentencePosition, Unit, assemble_passage
 
 logger = logging.getLogger(__name__)
 
-Filters = Any  # the engine's filter syntax (Haystack 1.x or 2.x dicts); the driver only compares them
+Filters = Any  # the engine's filter syntax (Haystack 1.x or 2.x dicts, Milvus expressions): only compared here
+Sentences = TypeVar("Sentences")  # what ``read`` gives for a passage: sentence units, or positions (exact index)
+INNER_PRODUCTS = ("dot_product", "cosine")  # how DCSR compares vectors: HasAns softmaxes raw inner products
 
 
-class SentenceHits(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class SentenceHits:
     """The sentence hits of one query, best first, and the passage version each belongs to."""
 
     scores: np.ndarray  # raw scores (inner products), never rescaled: HasAns softmaxes them
     passage_keys: np.ndarray  # int keys into ``passages``
     sentence_indices: np.ndarray  # each hit's position in its passage
     passages: Sequence[Hashable]  # passage versions (``PassageRef``s, or passage numbers), never rewritten
-    vector_ids: Optional[np.ndarray] = None  # engine row ids, for engines that confirm them (``confirm``)
-    documents: Mapping[str, Unit] = {}  # sentence units the search already read, by id (saves a read)
+    documents: Mapping[str, Unit] = dataclasses.field(default_factory=dict)  # units the search read, by id
 
     @classmethod
     def empty(cls) -> "SentenceHits":
@@ -51,42 +74,62 @@ class SentenceHits(NamedTuple):
             np.array(passage_keys, dtype=np.int64),
             np.array([where.index for where in positions], dtype=np.int32),
             list(keys),
-            documents=documents,
+            documents=dict(documents),
         )
 
     def without(self, passage_keys: Iterable[int]) -> "SentenceHits":
         """These hits less those of the given passage keys."""
         keep = kept_hits(self.passage_keys, passage_keys)
-        if keep.all():
-            return self
-        return self._replace(
+        return self if keep.all() else self.select(keep)
+
+    def select(self, keep: np.ndarray) -> "SentenceHits":
+        """The hits where ``keep`` (a mask) is true; an engine's own per-hit columns follow in its subclass."""
+        return dataclasses.replace(
+            self,
             scores=self.scores[keep],
             passage_keys=self.passage_keys[keep],
             sentence_indices=self.sentence_indices[keep],
-            vector_ids=None if self.vector_ids is None else self.vector_ids[keep],
         )
 
 
-class SentenceIndex(Protocol):
-    """What an engine offers the driver. Writes and deletes stay with the engine (and its framework)."""
+class SentenceIndex(Protocol[Sentences]):
+    """What every engine offers the driver. Writes and deletes stay with the engine (and its framework)."""
+
+    @property
+    def similarity(self) -> str:
+        """How the index compares vectors, in Haystack's names: ``dot_product`` or ``cosine`` (``l2`` is refused)."""
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[Filters]) -> List[SentenceHits]:
         """Each query's ``top_n`` best sentences (fewer where fewer match ``filters``)."""
 
-    def read(self, passages: Sequence[Hashable], known: Mapping[str, Unit]) -> Dict[Hashable, Optional[Any]]:
+    def read(self, passages: Sequence[Hashable], known: Mapping[str, Unit]) -> Dict[Hashable, Optional[Sentences]]:
         """Each passage version's current sentences in order, or None where it can no longer be served whole.
         ``known``: sentence units the searches already hold, by id."""
 
+
+@runtime_checkable
+class GuardedIndex(Protocol):
+    """An index over a store this process writes to: ``reading()`` holds writes off (``core.store_guard``)."""
+
+    def reading(self) -> ContextManager[None]:
+        """The read side of the store's guard: no write call runs while it is held."""
+
+
+@runtime_checkable
+class RowMappedIndex(Protocol):
+    """An index that maps its own row ids to sentences (FAISS under Haystack 1.x): that map can go out of date
+    under a query, so the driver has the index confirm the hits behind what it returns."""
+
     def confirm(self, ranked: "List[List[RankedPassage]]", hits: Sequence[SentenceHits]) -> bool:
-        """Do the returned passages' supporting hits still belong to their sentences? An engine that maps its
-        own row ids to sentences says False when that map went out of date under the query; the driver then
-        calls ``refresh`` and runs the query once more."""
+        """Do the returned passages' supporting hits still belong to their sentences? False: the driver calls
+        ``refresh`` and runs the batch once more."""
 
     def refresh(self) -> None:
-        """Forget what was read from the engine (its maps and caches)."""
+        """Forget the row map and what was read with it."""
 
 
-class Support(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Support:
     """One retrieved sentence behind a passage."""
 
     hit: int  # row in the query's (kept) hits
@@ -95,11 +138,12 @@ class Support(NamedTuple):
     probability: float  # p_i of the HasAns softmax
 
 
-class RankedPassage(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class RankedPassage(Generic[Sentences]):
     """A passage a query returns: its version, what ``read`` gave for it, HasAns and the supporting sentences."""
 
     ref: Hashable
-    sentences: Any
+    sentences: Sentences
     hasans: float
     support: List[Support]
 
@@ -109,28 +153,48 @@ class IndexChangedError(ValueError):
 
 
 def rank_passages(
-    index: SentenceIndex,
+    index: SentenceIndex[Sentences],
     query_vectors: np.ndarray,
     temperature: float,
     top_n: int,
     top_k: int,
     filters: Optional[Sequence[Optional[Filters]]] = None,
-) -> List[List[RankedPassage]]:
+    batch_size: Optional[int] = None,
+    progress_bar: bool = False,
+) -> List[List[RankedPassage[Sentences]]]:
     """Each query's ``top_k`` passages by HasAns over its ``top_n`` sentences, all of them served whole.
 
     :param filters: one per query (None: no filter); queries with equal filters are searched together.
+    :param batch_size: queries searched and read together (default: all), each batch under the index's read
+        guard where it has one, so a batch is answered for one state of the store and writes wait for one batch.
     """
     query_vectors = np.asarray(query_vectors)
     filters = list(filters) if filters is not None else [None] * len(query_vectors)
     if len(filters) != len(query_vectors):
         raise ValueError(f"{len(filters)} filters for {len(query_vectors)} queries: give one per query (or none)")
-    for attempt in (1, 2):
+    if index.similarity not in INNER_PRODUCTS:
+        raise ValueError(
+            f"This index compares vectors by {index.similarity}, but DCSR ranks by inner product: use a "
+            f"{' or '.join(INNER_PRODUCTS)} index"
+        )
+    size = batch_size or max(len(query_vectors), 1)
+    starts = range(0, len(query_vectors), size)
+    ranked: List[List[RankedPassage[Sentences]]] = []
+    for start in tqdm(starts, disable=not progress_bar or len(starts) < 2, desc="Querying", unit=" batches"):
+        batch = slice(start, start + size)
+        with index.reading() if isinstance(index, GuardedIndex) else contextlib.nullcontext():
+            ranked.extend(_rank_batch(index, query_vectors[batch], temperature, top_n, top_k, filters[batch]))
+    return ranked
+
+
+def _rank_batch(index, query_vectors, temperature, top_n, top_k, filters):
+    for _attempt in (1, 2):
         hits: List[SentenceHits] = [SentenceHits.empty()] * len(query_vectors)
         for group in same_filter_groups(filters):
             for row, found in zip(group, index.search(query_vectors[group], top_n, filters[group[0]])):
                 hits[row] = found
         ranked, kept = _rank_served(index, hits, temperature, top_k)
-        if index.confirm(ranked, kept):
+        if not isinstance(index, RowMappedIndex) or index.confirm(ranked, kept):
             return ranked
         index.refresh()
     raise IndexChangedError(
@@ -207,13 +271,3 @@ def same_filter_groups(filters: Sequence[Optional[Filters]]) -> List[List[int]]:
         else:
             groups.append([row])
     return groups
-
-
-class MaplessIndex:
-    """``confirm`` and ``refresh`` for an engine that keeps no row map of its own: nothing to confirm or forget."""
-
-    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
-        return True
-
-    def refresh(self) -> None:
-        pass

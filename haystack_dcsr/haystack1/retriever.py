@@ -23,10 +23,11 @@ from haystack_dcsr.core.parameters import (
     first_device,
     renamed,
 )
+from haystack_dcsr.core.passage_ranking import rank_passages
 from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
-from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker, mark_answers
+from haystack_dcsr.haystack1.engine.sentence_ranking import mark_answers, passage_document
 from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
 
@@ -243,10 +244,17 @@ class DCSRRetriever(DenseRetriever):
         check_store_dimension(store, self.embedding_dim, written=False)
         check_store_similarity(store, self.query_encoder.settings.normalize)
         per_query = per_query_filters(filters, len(queries))  # a bad count fails before any query is encoded
-        ranker = SentenceRanker(self.top_n_sentences, self.hasans_temperature, self.mark_answer_sentence)
-        step = batch_size or max(self.batch_size, 256)
-        vectors = self.embed_queries(queries)
-        results = self.engine.rank(store, index, ranker, vectors, per_query, top_k, step, self.progress_bar)
+        ranked = rank_passages(
+            self.engine.search_for(store, index),
+            self.embed_queries(queries),
+            self.hasans_temperature,
+            self.top_n_sentences,
+            top_k,
+            per_query,
+            batch_size=batch_size or max(self.batch_size, 256),
+            progress_bar=self.progress_bar,
+        )
+        results = [[passage_document(p, self.mark_answer_sentence) for p in passages] for passages in ranked]
         if self.mark_answer_sentence:
             encode_units = lambda units: self.passage_encoder.encode(units, batch_size=self.batch_size)  # noqa: E731
             mark_answers(queries, results, self.embed_queries, encode_units)

@@ -21,8 +21,8 @@ from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_dcsr.core.milvus_filters import milvus_expression
 from haystack_dcsr.core.milvus_index import READ_BATCH, MilvusSentenceIndex, SentenceRow, literal, metric_of
 from haystack_dcsr.core.parameters import check_passages_or_filters
-from haystack_dcsr.core.passage_ranking import MaplessIndex
 from haystack_dcsr.core.sentence_units import position
+from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack2.filters import dict_syntax
 
 SPLITTER = "DCSRSentenceSplitter"
@@ -173,11 +173,16 @@ class DCSRMilvusDocumentStore:
         return default_from_dict(cls, data)
 
 
-class MilvusSentenceSearch(MaplessIndex):
-    """The core Milvus index for the ranking driver, with Haystack 2.x filters turned into Milvus expressions."""
+class MilvusSentenceSearch:
+    """The core Milvus index for the ranking driver, with Haystack 2.x filters turned into Milvus expressions; a
+    ``GuardedIndex``, so this process's own writes wait for a query and the reverse."""
 
     def __init__(self, store: DCSRMilvusDocumentStore):
         self.index, self.delete_passages = store.index, store.delete_passages
+        self._guard = guard(store)
+
+    def reading(self):
+        return self._guard.reading()
 
     @property
     def similarity(self) -> str:

@@ -113,7 +113,7 @@ class PgvectorSentences(StoreSentences):
     def similarity(self) -> str:
         return self._similarity
 
-    def _search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
+    def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
         """Each query's hits as the driver needs them and no more: ids, scores and places (no text, no meta, no
         vectors over the wire); the passages the driver then reads come whole, by primary key."""
         where, values = _where(filters)
@@ -158,7 +158,7 @@ class PgvectorSentences(StoreSentences):
         statement per query (``RANK_STATEMENT``); the same shape as ``passage_ranking.rank_passages`` returns."""
         query_vectors = np.asarray(query_vectors)
         filters = list(filters) if filters is not None else [None] * len(query_vectors)
-        with self._guard.reading():
+        with self.reading():
             return [self._rank_one(v, temperature, top_n, top_k, f) for v, f in zip(query_vectors, filters)]
 
     def _rank_one(self, vector, temperature, top_n, top_k, filters) -> List[RankedPassage]:

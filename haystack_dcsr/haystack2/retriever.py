@@ -21,7 +21,6 @@ from haystack_dcsr.core.model_settings import model_setting
 from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
-from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack2.stores import sentence_store_for
 
 
@@ -135,7 +134,8 @@ class DCSREmbeddingRetriever:
         if self._sentences.similarity == "cosine" and not self._settings.normalize:
             raise ValueError(
                 "This model's vectors are not normalised, so they must be compared by dot product, but the store uses "
-                "cosine: create it with similarity='dot_product' (Qdrant) / embedding_similarity_function='dot_product'"
+                "cosine: create it with similarity='dot_product' (Qdrant, DCSRMilvusDocumentStore), "
+                "embedding_similarity_function='dot_product' (InMemory) or vector_function='inner_product' (pgvector)"
             )
 
     @component.output_types(documents=List[Document])
@@ -151,14 +151,13 @@ class DCSREmbeddingRetriever:
             if self.rank_in_database
             else functools.partial(rank_passages, self._sentences)
         )
-        with guard(self.document_store).reading():  # one state of the store: no write between search and read
-            ranked = rank(
-                np.asarray([query_embedding], dtype=np.float32),
-                temperature,
-                self.top_n_sentences,
-                self.top_k if top_k is None else top_k,
-                [filters],
-            )[0]
+        ranked = rank(  # under the store's read guard: one state between search and reads
+            np.asarray([query_embedding], dtype=np.float32),
+            temperature,
+            self.top_n_sentences,
+            self.top_k if top_k is None else top_k,
+            [filters],
+        )[0]
         return {"documents": [self._document(passage) for passage in ranked]}
 
     @component.output_types(documents=List[Document])

@@ -8,7 +8,7 @@ import numpy as np
 from haystack import Document
 
 from haystack_dcsr.core.parameters import check_passages_or_filters
-from haystack_dcsr.core.passage_ranking import MaplessIndex, SentenceHits
+from haystack_dcsr.core.passage_ranking import SentenceHits
 from haystack_dcsr.core.sentence_units import META, PassageRef, current_sentences, position
 from haystack_dcsr.core.store_guard import guard
 
@@ -17,14 +17,13 @@ READ_CHUNK = 1_000  # ids per read: keeps an "in" filter small for every engine
 SPLITTER = "DCSRSentenceSplitter"
 
 
-class StoreSentences(MaplessIndex):
+class StoreSentences:
     """Search and read over one 2.x store; subclasses say how the store searches (``_search_one``).
 
-    Searches and reads take the read side of the store's guard (``core.store_guard``), whose write side wraps
-    the store's own write and delete methods, so a search or a read sees the store between two writes, never
-    inside one (the stores are not safe under concurrent use); the retriever holds the read side across a whole
-    query, so its search and its reads see one state. Writes by other processes (a server) are not guarded:
-    there the passage versions keep a partial passage out."""
+    A ``GuardedIndex``: the driver holds the read side of the store's guard (``core.store_guard``, whose write side
+    wraps the store's own write and delete methods) across a query's search and reads, so they see the store
+    between two writes, never inside one (the stores are not safe under concurrent use), and one state. Writes by
+    other processes (a server) are not guarded: there the passage versions keep a partial passage out."""
 
     def __init__(self, document_store):
         self.document_store = document_store
@@ -35,11 +34,11 @@ class StoreSentences(MaplessIndex):
         """How the store compares vectors: ``dot_product`` or ``cosine`` (Haystack's names)."""
         return getattr(self.document_store, "embedding_similarity_function", None) or self.document_store.similarity
 
-    def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
-        with self._guard.reading():
-            return self._search(query_vectors, top_n, filters)
+    def reading(self):
+        """The read side of the store's guard: held by the driver across a batch of queries."""
+        return self._guard.reading()
 
-    def _search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
+    def search(self, query_vectors, top_n: int, filters: Optional[Dict[str, Any]]) -> List[SentenceHits]:
         hits = []
         for vector in np.asarray(query_vectors):
             found = self._search_one(vector, top_n, filters)
@@ -55,8 +54,7 @@ class StoreSentences(MaplessIndex):
         result = {ref: current_sentences(ref, known) for ref in passages}
         unread = [ref for ref, sentences in result.items() if sentences is None]
         if unread:
-            with self._guard.reading():
-                stored = {doc.id: doc for doc in self._stored(unread)}
+            stored = {doc.id: doc for doc in self._stored(unread)}
             result.update((ref, current_sentences(ref, stored)) for ref in unread)
         return result
 

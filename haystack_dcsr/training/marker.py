@@ -2,8 +2,9 @@
 
 The marker is the one token DCSR adds to a pretrained model, so it is the one embedding row that
 starts with no meaning. Started as a copy of [CLS], its hidden states within a passage are nearly
-identical (cosine 0.995 on SQuAD dev with MiniLM, ``benchmarks/studies/marker_recipe.py``): every sentence
-gets the passage's vector, and 80 steps at the base learning rate leave it so. The knobs here:
+identical (cosine 0.995 on SQuAD dev with MiniLM, the study ``studies/marker_recipe.py``,
+docs/research/studies.md): every sentence gets the passage's vector, and 80 steps at the base learning rate
+leave it so. The knobs here:
 
 - ``MarkerOffset``: a trainable vector added to the marker's embedding through a forward hook,
   so it can have its own learning rate and warm-up without touching the model's parameters;

@@ -1,9 +1,9 @@
 """Training memory: what a run peaks at, and what autograd holds for backward.
 
 A DCSR step encodes every candidate's *whole passage* with gradients: activations, not weights,
-are most of the memory. Measured on SQuAD with MiniLM (``benchmarks/studies/train_memory.py``): a batch of
-32 questions is ~80 passage windows, ~12k tokens, and autograd holds ~0.4 MB a token for backward
-(4.9 GiB of a 6.0 GiB peak; the data and model take 0.8 GiB). The gradient cache
+are most of the memory. Measured on SQuAD with MiniLM (the study ``studies/train_memory.py``,
+docs/research/studies.md): a batch of 32 questions is ~80 passage windows, ~12k tokens, and autograd holds
+~0.4 MB a token for backward (4.9 GiB of a 6.0 GiB peak; the data and model take 0.8 GiB). The gradient cache
 (``grad_cache_chunk``) bounds that part by the chunk instead of the batch.
 """
 

@@ -59,7 +59,7 @@ def dense_search(
 
     def search(questions: List[str], top_k: int) -> List[List[Passage]]:
         queries = dcsr.encode_queries(questions, batch_size=256)
-        ranked = index.rank(queries, dcsr.temperature, top_k=top_k)
+        ranked = index.rank_passage_numbers(queries, dcsr.temperature, top_k=top_k)
         return [[passages[int(p)] for p in row.passages] for row in ranked]
 
     return search

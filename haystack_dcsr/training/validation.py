@@ -48,7 +48,8 @@ class RetrievalValidation:
             return {}
         units = [self.builder.units(p, passage.config.level) for p in self.passages]
         index = ExactSentenceIndex(passage.encode(units), [len(u) for u in units])
-        ranked = index.rank(query.encode(self.questions), temperature, top_n=len(index))  # every sentence counts
+        # every sentence counts
+        ranked = index.rank_passage_numbers(query.encode(self.questions), temperature, top_n=len(index))
         ranks = np.array([1 + int(np.flatnonzero(r.passages == gold)[0]) for r, gold in zip(ranked, self.gold)])
         metrics = {"mrr@10": float(np.mean(np.where(ranks <= 10, 1.0 / ranks, 0.0)))}
         metrics.update({f"recall@{k}": float(np.mean(ranks <= k)) for k in KS})

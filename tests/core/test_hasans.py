@@ -82,7 +82,7 @@ def test_exact_index_ranks_as_hasans_over_its_top_n():
     counts = [3, 0, 4, 5]  # passage 1 has no sentences
     index = ExactSentenceIndex(vectors, counts)
     queries = rng.standard_normal((2, 8)).astype(np.float32)
-    ranked = index.rank(queries, temperature=0.5, top_n=6, top_k=3)
+    ranked = index.rank_passage_numbers(queries, temperature=0.5, top_n=6, top_k=3)
     for query, result in zip(queries, ranked):
         row_scores = vectors @ query
         top = np.argsort(-row_scores)[:6]

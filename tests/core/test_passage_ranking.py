@@ -1,5 +1,7 @@
 """The one ranking driver (``passage_ranking.rank_passages``) over the exact index and over stand-in engines that
-fail to serve a passage, change under a query, or are filtered per query."""
+fail to serve a passage, change under a query, are filtered per query, guard a store or compare by distance."""
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -7,8 +9,9 @@ import pytest
 from haystack_dcsr.core.exact_index import ExactSentenceIndex
 from haystack_dcsr.core.hasans import hasans_scores
 from haystack_dcsr.core.passage_ranking import (
+    GuardedIndex,
     IndexChangedError,
-    MaplessIndex,
+    RowMappedIndex,
     SentenceHits,
     rank_passages,
     same_filter_groups,
@@ -52,8 +55,10 @@ def test_the_support_probabilities_are_the_softmax_of_the_kept_hits():
     assert total == pytest.approx(1.0)  # top_n covers every row, so the kept hits are all supports
 
 
-class Flaky(MaplessIndex):
+class Flaky:
     """The exact index, confirming its hits only after ``refresh`` has been called ``needed`` times."""
+
+    similarity = "dot_product"
 
     def __init__(self, needed):
         self.exact = ExactSentenceIndex(VECTORS, COUNTS)
@@ -94,7 +99,9 @@ def test_queries_with_equal_filters_are_searched_together_and_keep_their_own_hit
 
 
 def test_an_empty_search_ranks_nothing_and_the_exact_index_refuses_filters():
-    class Empty(MaplessIndex):
+    class Empty:
+        similarity = "cosine"
+
         def search(self, query_vectors, top_n, filters):
             return [SentenceHits.empty() for _ in query_vectors]
 
@@ -104,3 +111,53 @@ def test_an_empty_search_ranks_nothing_and_the_exact_index_refuses_filters():
     assert rank_passages(Empty(), QUERIES, 0.5, top_n=10, top_k=3) == [[], [], []]
     with pytest.raises(ValueError, match="no meta to filter on"):
         rank_passages(ExactSentenceIndex(VECTORS, COUNTS), QUERIES, 0.5, 10, 3, filters=[{"a": 1}] * 3)
+
+
+def test_the_driver_detects_optional_capabilities_instead_of_calling_no_ops():
+    exact = ExactSentenceIndex(VECTORS, COUNTS)
+    assert not isinstance(exact, GuardedIndex) and not isinstance(exact, RowMappedIndex)
+    assert isinstance(Flaky(needed=0), RowMappedIndex)
+
+
+class Guarded:
+    """The exact index behind a read guard that records when it is held, and fails a search or read outside it."""
+
+    similarity = "dot_product"
+
+    def __init__(self):
+        self.exact, self.held, self.sections = ExactSentenceIndex(VECTORS, COUNTS), False, []
+
+    @contextlib.contextmanager
+    def reading(self):
+        self.held = True
+        self.sections.append([])
+        try:
+            yield
+        finally:
+            self.held = False
+
+    def search(self, query_vectors, top_n, filters):
+        assert self.held, "searched outside the read guard"
+        self.sections[-1].append(("search", len(query_vectors)))
+        return self.exact.search(query_vectors, top_n)
+
+    def read(self, passages, known):
+        assert self.held, "read outside the read guard"
+        self.sections[-1].append(("read", len(passages)))
+        return self.exact.read(passages, known)
+
+
+def test_the_driver_holds_the_read_guard_across_each_batch_of_queries():
+    index = Guarded()
+    ranked = rank_passages(index, QUERIES, 0.5, top_n=14, top_k=2, batch_size=2)
+    assert [[kind for kind, _ in section] for section in index.sections] == [["search", "read"], ["search", "read"]]
+    assert [section[0][1] for section in index.sections] == [2, 1]  # two queries, then one: batches of 2
+    assert [[p.ref for p in r] for r in ranked] == [expected(q, top_k=2)[0] for q in QUERIES]
+
+
+def test_an_index_that_compares_by_distance_is_refused_by_name():
+    class ByDistance(Flaky):
+        similarity = "l2"
+
+    with pytest.raises(ValueError, match="compares vectors by l2, but DCSR ranks by inner product"):
+        rank_passages(ByDistance(needed=0), QUERIES, 0.5, top_n=14, top_k=2)

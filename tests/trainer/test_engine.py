@@ -132,23 +132,9 @@ def test_mine_dense_takes_answer_free_negatives_from_the_trained_retriever(train
         assert all(n.key != m.positives[0].key and m.answers[0] not in n.text for n in m.hard_negatives)
 
 
-@pytest.fixture(scope="module")
-def gpu_train():
-    """benchmarks/studies/gpu_train.py, the harness that trains and evaluates on the GPU machine."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "gpu_train", Path(__file__).parents[2] / "benchmarks" / "studies" / "gpu_train.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_haystack_free_dense_miner_mines_what_the_served_faiss_retriever_mines(trained, gpu_train, tmp_path):
-    """``dense_search`` (exact sentence search on the towers' device, HasAns; what ``mine-dense``,
-    ``build-model`` and the GPU harness use) must pick the DCSR-hard negatives that the served
+def test_the_haystack_free_dense_miner_mines_what_the_served_faiss_retriever_mines(trained, tmp_path):
+    """``dense_search`` (exact sentence search on the towers' device, HasAns; what ``mine-dense``
+    and ``build-model`` use) must pick the DCSR-hard negatives that the served
     ``DCSRRetriever`` over FAISS Flat picks."""
     _, records, _, _, _, run = trained
     fresh = [dataclasses.replace(r, hard_negatives=[]) for r in records]
@@ -156,110 +142,12 @@ def test_the_haystack_free_dense_miner_mines_what_the_served_faiss_retriever_min
     corpus = [r.positives[0] for r in records]
     served = retriever_search(faiss_dcsr_retriever(run / "last", corpus))
     mine_hard_negatives(fresh, served, tmp_path / "served.jsonl", top_k=23, keep=3, progress_bar=False)
-    by_id = {p.key: [p.title, p.text] for p in corpus}
-    gpu_train.mine_dense(run / "last", tmp_path / "train.jsonl", by_id, list(by_id), tmp_path / "exact.jsonl", "cpu", 3)
+    exact_search = dense_search(run / "last", corpus, device="cpu", progress_bar=False)
+    mine_hard_negatives(fresh, exact_search, tmp_path / "exact.jsonl", top_k=23, keep=3, progress_bar=False)
     exact, served = (load_records(tmp_path / name).records for name in ("exact.jsonl", "served.jsonl"))
     assert [[n.key for n in r.hard_negatives] for r in exact] == [[n.key for n in r.hard_negatives] for r in served]
     assert all(len(r.hard_negatives) == 3 for r in exact)
     assert all(n.key != r.positives[0].key and r.answers[0] not in n.text for r in exact for n in r.hard_negatives)
-    # run specs are checked before anything trains: DCSR-hard needs an earlier run, data a packed file
-    files = {"train": None, "train_meq": None}
-    assert gpu_train.parse_runs(["epoch1", "hard:hard_of=epoch1,hard_keep=5,epochs=1"], files) == [
-        ("epoch1", {}, []),
-        ("hard", {"hard_of": "epoch1", "hard_keep": "5"}, ["epochs=1"]),
-    ]
-    with pytest.raises(ValueError, match=r"run 'hard': hard_of=epoch1 is not a run before it"):
-        gpu_train.parse_runs(["hard:hard_of=epoch1", "epoch1"], files)
-    with pytest.raises(ValueError, match=r"run 'qq': data=train_mq is not packed \(have: train, train_meq\)"):
-        gpu_train.parse_runs(["qq:data=train_mq"], files)
-
-
-def test_a_gpu_run_sized_to_a_budget_gets_the_steps_a_probe_times(bert, gpu_train, tmp_path):
-    """``budget_s`` sets max_steps up front from a 30-step probe (a fixed time slot, a whole decay schedule)."""
-    records = make_records(24)
-    write_records(records, tmp_path / "train.jsonl")
-    files = {"train": None}
-    cfg = config(bert, tmp_path, train_file=str(tmp_path / "train.jsonl"), dev_file=str(tmp_path / "train.jsonl"))
-    step_s = gpu_train.probe_step_seconds(cfg, tmp_path / "probe")
-    assert 0 < step_s < 10 and not (tmp_path / "probe").exists()  # the probe's GBs of checkpoint are gone
-    assert gpu_train.steps_in_budget(305.0, 0.1) == 3000  # what fits, rounded down to 100s
-    assert gpu_train.steps_in_budget(1.0, 0.1) == gpu_train.PROBE_STEPS == 30  # never under the probe
-    assert gpu_train.parse_runs(["m:budget_s=300,epochs=1"], files) == [("m", {"budget_s": "300"}, ["epochs=1"])]
-    with pytest.raises(ValueError, match=r"run 'm': budget_s sets max_steps; give one of them"):
-        gpu_train.parse_runs(["m:budget_s=300,max_steps=600"], files)
-    for bad in ("0", "-5", "five", "inf", "nan"):
-        with pytest.raises(ValueError, match=rf"run 'm': budget_s={bad} is not a positive number of seconds"):
-            gpu_train.parse_runs([f"m:budget_s={bad}"], files)
-
-
-def test_the_gpu_harness_ranks_as_the_retriever_serves_and_squad_open_reads_its_file_back(trained, tmp_path):
-    """gpu_train.py's evaluation brings back its rankings so that squad_open.py fuses hybrids of GPU-trained
-    towers here: ids and scores must be what DCSRRetriever serves (HasAns, which a hybrid min-max scales),
-    and a file of other questions or another corpus must be refused, not fused."""
-    import lzma
-
-    from benchmark_scripts import load_benchmark
-
-    gpu_train, squad_open = load_benchmark("gpu_train"), load_benchmark("squad_open")
-    _, records, _, _, _, run = trained
-    corpus = {r.positives[0].key: [r.positives[0].title, r.positives[0].text] for r in records}
-    ids = list(corpus)
-    questions = [(r.question, r.answers) for r in records]
-    report, ranks, served = gpu_train.evaluate(
-        run / "last", gpu_train.sentences_of(corpus, ids), questions, "cpu", order=ids
-    )
-
-    retriever = DCSRRetriever(model=str(run / "last"), precision="fp32", progress_bar=False)
-    retriever.document_store = store = InMemoryDocumentStore(embedding_dim=32, progress_bar=False)
-    passages = [Document(content=text, id=key, meta={"title": title}) for key, (title, text) in corpus.items()]
-    store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
-    store.update_embeddings(retriever)
-    for row, docs in zip(served["ranked"], retriever.retrieve_batch([q for q, _ in questions], top_k=100)):
-        assert [pid for pid, _ in row] == [d.id for d in docs]
-        assert [score for _, score in row] == pytest.approx([d.score for d in docs], abs=1e-5)
-    assert report["all_dev"]["1"] == pytest.approx(100 * sum(r == 1 for r in ranks) / len(ranks), abs=0.05)
-
-    path = tmp_path / "run.ranked.json.xz"
-    with lzma.open(path, "wt") as handle:
-        json.dump({"run": "run", **served}, handle)
-    asked = [(q, answers, key) for (q, answers), key in zip(questions, ids)]
-    texts = {key: text for key, (_, text) in corpus.items()}
-    assert squad_open.read_ranked(path, asked, [], texts)["ranked"] == served["ranked"]
-    swapped = [asked[0], asked[2], asked[1]] + asked[3:]
-    with pytest.raises(ValueError, match=r"its 24 questions are not this benchmark's 24 \(first difference at 1\)"):
-        squad_open.read_ranked(path, swapped, [], texts)
-    sample = [asked[5], asked[2], asked[9]]  # --questions N: a seeded sample of the file's questions
-    assert squad_open.read_ranked(path, sample, [], texts)["ranked"] == [served["ranked"][i] for i in (5, 2, 9)]
-    with pytest.raises(ValueError, match=r"1 of this benchmark's questions are not in it, e.g. 'What is new\?'"):
-        squad_open.read_ranked(path, sample + [("What is new?", [], "x")], [], texts)
-    with pytest.raises(ValueError, match=r"its 0 contrast_questions are not this benchmark's 1"):
-        squad_open.read_ranked(path, asked, ["What is q'?"], texts)
-    with pytest.raises(ValueError, match=r"1 passage ids are not in this corpus"):
-        squad_open.read_ranked(path, asked, [], {k: v for k, v in texts.items() if k != ids[0]})
-
-
-def test_a_base_model_packed_for_the_device_unpacks_to_its_fp16_weights_in_fp32(bert, tmp_path):
-    """gpu_train.py pack-model: fp16 + xz so MiniLM, the records and the repository fit one 64 MiB call;
-    fp32_copy there must give back every tensor (fp16-rounded) and the tokenizer, ready for training."""
-    from benchmark_scripts import load_benchmark
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer
-
-    gpu_train = load_benchmark("gpu_train")
-    gpu_train.main(["pack-model", bert, "--out", str(tmp_path / "packed")])
-    assert not (tmp_path / "packed" / "model.safetensors").exists()
-    assert (tmp_path / "packed" / "model.safetensors.xz").is_file()
-    copy = gpu_train.fp32_copy(tmp_path / "packed", tmp_path / "base")
-    original, restored = load_file(f"{bert}/model.safetensors"), load_file(str(copy / "model.safetensors"))
-    assert original.keys() == restored.keys()
-    for name, tensor in original.items():
-        assert restored[name].dtype == tensor.dtype
-        assert torch.equal(restored[name], tensor.half().to(tensor.dtype) if tensor.is_floating_point() else tensor)
-    text = "Where is the Eiffel Tower?"
-    assert (
-        AutoTokenizer.from_pretrained(str(copy))(text)["input_ids"]
-        == AutoTokenizer.from_pretrained(bert)(text)["input_ids"]
-    )
 
 
 def test_a_second_round_trains_from_the_first_rounds_model_directory(trained, tmp_path):
@@ -493,47 +381,6 @@ def test_gradient_cache_replays_each_chunk_with_its_own_dropout_masks(bert, tmp_
     monkeypatch.setattr(torch, "set_rng_state", lambda state: None)  # control: no restore, other masks
     monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device=None: None)
     assert largest_replay_gap(tmp_path / "not_restored") > 1e-3
-
-
-def test_the_meq_file_travels_as_additions_to_the_training_records_and_unpacks_whole(tmp_path):
-    """gpu_train.py pack: the MEQ file is the BM25 file plus MEQs and paraphrases, so only those travel
-    (4.2 MB of xz became 0.1 MB, which let the MEQ runs fit one 64 MiB call); unpacked there, it must be
-    the very records the trainer would read here, and a file that is not the base plus additions is refused."""
-    import lzma
-
-    from benchmark_scripts import load_benchmark
-
-    gpu_train = load_benchmark("gpu_train")
-    records = make_records(6)
-    write_records(records, tmp_path / "train.jsonl")
-    augmented = [dataclasses.replace(r) for r in records]
-    augmented[1].negative_questions = [dataclasses.replace(records[4], hard_negatives=[])]
-    augmented[1].positive_questions = ["what's the capital city of it?"]
-    augmented[3].negative_questions = [dataclasses.replace(records[0], hard_negatives=[])]
-    write_records(augmented, tmp_path / "meq.jsonl")
-    packed, corpus = tmp_path / "packed", {}
-    packed.mkdir()
-    gpu_train.pack_records(tmp_path / "train.jsonl", packed / "train.jsonl.xz", corpus)
-    over = ("train", tmp_path / "train.jsonl")
-    gpu_train.pack_records(tmp_path / "meq.jsonl", packed / "train_meq.jsonl.xz", corpus, over=over)
-    with lzma.open(packed / "train_meq.jsonl.xz", "rt") as handle:
-        header, *added = [json.loads(line) for line in handle]
-    assert header == {"over": "train"} and [row[0] for row in added] == [1, 3]  # the two augmented lines only
-    for name, expected in (("train", records), ("train_meq", augmented)):
-        unpacked = load_records(gpu_train.unpacked_records(packed, name, tmp_path, corpus)).records
-        assert [r.to_json() for r in unpacked] == [r.to_json() for r in expected]
-
-    write_records(records[:5], tmp_path / "short.jsonl")
-    with pytest.raises(ValueError, match="differ in length"):
-        gpu_train.pack_records(tmp_path / "meq.jsonl", tmp_path / "x.xz", {}, over=("train", tmp_path / "short.jsonl"))
-    write_records([records[1], records[0], *records[2:]], tmp_path / "swapped.jsonl")
-    with pytest.raises(ValueError, match=r"line 1 of .*meq.jsonl is not line 1 of .*swapped.jsonl"):
-        gpu_train.pack_records(
-            tmp_path / "meq.jsonl", tmp_path / "x.xz", {}, over=("train", tmp_path / "swapped.jsonl")
-        )
-    (packed / "train.jsonl.xz").unlink()
-    with pytest.raises(ValueError, match="train_meq.jsonl.xz adds to train.jsonl.xz, which is not packed beside it"):
-        gpu_train.unpacked_records(packed, "train_meq", tmp_path, corpus)
 
 
 def test_towers_from_two_bases_train_serve_and_record_one_temperature(bert, tmp_path, caplog):

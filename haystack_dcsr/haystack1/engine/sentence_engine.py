@@ -1,25 +1,20 @@
 """The Haystack 1.x sentence engine behind ``DCSRRetriever``: what a retriever keeps per document store.
 
-One ``SentenceSearch`` per (store, index) with its vector map and passage cache (``sentence_search``), the
-ranking of their hits under the store's read guard (``sentence_ranking``, ``store_guard``), and the store
-maintenance a retriever offers: forgetting what it read, saving the vector map, deleting passages. The
-retriever node encodes queries and passages and delegates the rest here.
+One ``SentenceSearch`` per (store, index) with its vector map and passage cache (``sentence_search``), which
+the retriever hands to the core's ranking driver, and the store maintenance a retriever offers: forgetting what
+it read, saving the vector map, deleting passages.
 """
 
 import threading
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Union
 
-import numpy as np
-from haystack.document_stores.base import BaseDocumentStore, FilterType
-from haystack.schema import Document
-from tqdm.auto import tqdm
+from haystack.document_stores.base import BaseDocumentStore
 
 from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX
-from haystack_dcsr.haystack1.engine.sentence_ranking import SentenceRanker
 from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
 from haystack_dcsr.haystack1.engine.sql_rows import refuse_server_database
 
@@ -44,29 +39,6 @@ class SentenceEngine:
             if key not in self._searches:
                 self._searches[key] = sentence_search_for(store, index, self.cache_size, self.search_params)
             return self._searches[key]
-
-    def rank(
-        self,
-        store: BaseDocumentStore,
-        index: Optional[str],
-        ranker: SentenceRanker,
-        vectors: np.ndarray,
-        filters: List[Optional[FilterType]],
-        top_k: int,
-        batch_size: int = 256,
-        progress_bar: bool = False,
-    ) -> List[List[Document]]:
-        """Each query vector's top ``top_k`` passages (``filters``: one per query, ``filters.per_query_filters``),
-        ``batch_size`` queries at a time, each batch ranked between write calls, never in the middle of one
-        (``store_guard``)."""
-        search = self.search_for(store, index)
-        results: List[List[Document]] = []
-        starts = range(0, len(vectors), batch_size)
-        for start in tqdm(starts, disable=not progress_bar or len(starts) < 2, desc="Querying", unit=" batches"):
-            batch = slice(start, start + batch_size)
-            with guard(store).reading():
-                results.extend(ranker.search_and_rank(search, vectors[batch], filters[batch], top_k))
-        return results
 
     def note_embedding(self) -> None:
         """New vectors were written: each search extends its map by the new rows when it next runs."""

@@ -14,6 +14,7 @@ Safe under threads and under batches with per-query filters: a search returns se
 next call rewrites; the map is replaced, not mutated; the cache and SQL reads hold locks.
 """
 
+import dataclasses
 import logging
 import threading
 from pathlib import Path
@@ -34,6 +35,7 @@ from haystack_dcsr.core.sentence_units import (
     position,
     sentence_ids_of,
 )
+from haystack_dcsr.core.store_guard import guard
 from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
 from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import (
@@ -66,8 +68,14 @@ class SentenceSearch:
             with self._cache_lock:
                 self._cache.clear()
 
-    def refresh(self) -> None:
-        self.invalidate()
+    @property
+    def similarity(self) -> str:
+        """How the store compares vectors (Haystack's ``similarity``)."""
+        return self.document_store.similarity
+
+    def reading(self):
+        """The read side of the store's guard (``core.store_guard``): the driver holds it across a batch."""
+        return guard(self.document_store).reading()
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:
         raise NotImplementedError
@@ -102,10 +110,6 @@ class SentenceSearch:
                     self._cache[ref] = result[ref]
         return result
 
-    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
-        """Only a search that maps vector ids itself can be wrong about its hits (``FaissSentenceSearch``)."""
-        return True
-
     def _cached(self, ref: PassageRef) -> Optional[List[Document]]:
         if self._cache is None:
             return None
@@ -113,8 +117,20 @@ class SentenceSearch:
             return self._cache.get(ref)
 
 
+@dataclasses.dataclass(frozen=True)
+class FaissHits(SentenceHits):
+    """Hits with the FAISS vector id of each, which ``FaissSentenceSearch.confirm`` checks against SQL."""
+
+    vector_ids: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def select(self, keep: np.ndarray) -> "FaissHits":
+        return dataclasses.replace(super().select(keep), vector_ids=self.vector_ids[keep])
+
+
 class FaissSentenceSearch(SentenceSearch):
-    """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit)."""
+    """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit). A ``RowMappedIndex``: it maps
+    vector ids to sentences itself, so it confirms the hits behind each answer (``confirm``) and, when that map
+    went out of date under the query, rebuilds it (``refresh``)."""
 
     def __init__(
         self,
@@ -140,6 +156,9 @@ class FaissSentenceSearch(SentenceSearch):
     def invalidate(self) -> None:
         self._stale = True
         super().invalidate()
+
+    def refresh(self) -> None:
+        self.invalidate()
 
     def note_embedding(self) -> None:
         """Haystack resets the index before re-embedding everything: fewer vectors than the map
@@ -237,7 +256,7 @@ class FaissSentenceSearch(SentenceSearch):
         expected = {
             int(found.vector_ids[s.hit]): (passage.sentences[s.sentence_index].id, passage.ref)
             for passages, found in zip(ranked, hits)
-            if found.vector_ids is not None
+            if isinstance(found, FaissHits)
             for passage in passages
             for s in passage.support
         }
@@ -280,7 +299,7 @@ class FaissSentenceSearch(SentenceSearch):
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
             keep, keys, sentences = snapshot.lookup(row_ids)
-            hits.append(SentenceHits(row_scores[keep], keys, sentences, snapshot.passages, row_ids[keep]))
+            hits.append(FaissHits(row_scores[keep], keys, sentences, snapshot.passages, vector_ids=row_ids[keep]))
         return hits
 
 
@@ -338,7 +357,7 @@ class StoreSentenceSearch(SentenceSearch):
             sentences.append(w.index)
         scores = np.array([docs[row].score for row in rows], dtype=np.float32)
         return SentenceHits(
-            scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages, None, known
+            scores, np.array(hit_keys, dtype=np.int64), np.array(sentences, dtype=np.int32), passages, known
         )
 
 

@@ -7,9 +7,9 @@ later; the tests themselves are not stored: over every pair of 100+ systems they
 format of ``docs/research/results.md``: exact McNemar at top-1 / top-20, Wilcoxon signed-rank on the MEQ
 ranking's reciprocal ranks, exact McNemar on "own gold first".
 
-    python benchmarks/studies/paired_tests.py benchmarks/results/squad_open_dev.json --pair BM25 "DCSR-ft"
-    python benchmarks/studies/paired_tests.py benchmarks/results/squad_open_dev.json --against "DCSR-ft"  # vs all
-    python benchmarks/studies/paired_tests.py benchmarks/results/squad_open_dev.json --all  # every pair
+    python benchmarks/squad_open.py paired benchmarks/results/squad_open_dev.json --pair BM25 "DCSR-ft"
+    python benchmarks/squad_open.py paired benchmarks/results/squad_open_dev.json --against "DCSR-ft"  # vs all
+    python benchmarks/squad_open.py paired benchmarks/results/squad_open_dev.json --all  # every pair
 """
 
 import argparse
@@ -20,7 +20,7 @@ from itertools import combinations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
 from evaluation import (  # noqa: E402
     own_gold_paired_report,

@@ -1,7 +1,7 @@
 """ANN and compression study for DCSR's sentence index: accuracy, latency and bytes per index type.
 
-    .venv/bin/python benchmarks/studies/ann_study.py  # -> benchmarks/results/ann_study.{json,md,svg}
-    .venv/bin/python benchmarks/studies/ann_study.py --model "DCSR-ft=runs/gpu/recipe" --settings ft
+    python benchmarks/scale.py presets  # -> benchmarks/results/ann_study.{json,md,svg}
+    python benchmarks/scale.py presets --model "DCSR-ft=runs/gpu/recipe" --settings ft
 
 Corpus: all 20,963 SQuAD v1.1 paragraphs (103k sentence vectors); test: the fixed 1,000 dev
 questions of the other benchmarks. For each model the sentence vectors are encoded once and the
@@ -29,7 +29,7 @@ from typing import Dict, List
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", "studies", ".")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")]
 
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402

@@ -8,7 +8,7 @@ that record at step 168, and it was trained on a machine whose numpy took the AV
 file records those negatives by passage id. The 600-step MEQ-centred run (step 210) was trained on
 the pinned file; no other recorded CPU run batches the record within its steps::
 
-    .venv/bin/python benchmarks/studies/pin_hard_negatives.py data/squad_train_meq.jsonl \\
+    .venv/bin/python benchmarks/lib/pin_hard_negatives.py data/squad_train_meq.jsonl \\
         benchmarks/results/training/pinned-negatives.json data/squad_train_meq.jsonl
 
 Every other line is copied byte for byte; the output may be the input file (it is replaced whole).
