@@ -64,7 +64,7 @@ docs: setup
 # both suites: Haystack 1.x (unit + integration tests, the example notebooks executed top to bottom),
 # then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both.
 # TEST_WORKERS pytest processes share each suite (pytest-xdist; a module's tests stay in one process, so a
-# module-scoped fixture is built once), each on cores / TEST_WORKERS threads (tests/worker_threads.py);
+# module-scoped fixture is built once), each on cores / TEST_WORKERS threads (tests/support/worker_threads.py);
 # TEST_WORKERS=0 runs in one process. -rs names every skipped test and why; --durations names the slowest.
 TEST_WORKERS ?= 2
 PYTEST_ARGS = -q -rs --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10

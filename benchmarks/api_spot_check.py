@@ -32,8 +32,8 @@ def main() -> None:
     from squad_data import load_squad
 
     from haystack_dcsr import DCSRModel
-    from haystack_dcsr.core.exact_index import ExactSentenceIndex
-    from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy
+    from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.ranking.metrics import first_hit_ranks, top_k_accuracy
 
     passages, questions = load_squad(n_questions=1000, seed=0)
     model = DCSRModel.from_pretrained("all-MiniLM-L6-v2", use_gpu=False)

@@ -75,10 +75,10 @@ from plot import accuracy_svg  # noqa: E402
 from squad_data import DATA, faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor, SparseBM25DocumentStore  # noqa: E402
-from haystack_dcsr.core.dcsr_model import ModelFiles  # noqa: E402
-from haystack_dcsr.core.hasans import hasans_of_key, score_passages  # noqa: E402
-from haystack_dcsr.core.int8 import QUANTIZE_MODES  # noqa: E402
-from haystack_dcsr.core.models import DEFAULT_MODEL, resolve_model_path  # noqa: E402
+from haystack_dcsr.core.model.dcsr_model import ModelFiles  # noqa: E402
+from haystack_dcsr.core.model.int8 import QUANTIZE_MODES  # noqa: E402
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, resolve_model_path  # noqa: E402
+from haystack_dcsr.core.ranking.hasans import hasans_of_key, score_passages  # noqa: E402
 
 FUSION_OF_KIND = {"hybrid": "min-max", "hybrid-hasans": "hasans-as-is", "hybrid-rrf": "rrf"}  # evaluation.FusionMode
 INT8 = "-int8"  # a DCSR kind's suffix: its towers encode with quantize="int8"

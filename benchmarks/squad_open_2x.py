@@ -6,7 +6,7 @@ the 1.x row). Run in the 2.x environment:
 
     SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --out benchmarks/results/squad_open_2x.json
 
-A hit is a returned passage holding an answer (``core.metrics.first_hit_ranks``), as for the 1.x rows.
+A hit is a returned passage holding an answer (``core.ranking.metrics.first_hit_ranks``), as for the 1.x rows.
 """
 
 import argparse
@@ -20,12 +20,12 @@ from pathlib import Path
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "lib"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "lib"), str(ROOT / "tests" / "support")]
 
 from squad_data import DATA, read_squad  # noqa: E402
 
-from haystack_dcsr.core.hasans import TOP_N_SENTENCES  # noqa: E402
-from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
+from haystack_dcsr.core.ranking.hasans import TOP_N_SENTENCES  # noqa: E402
+from haystack_dcsr.core.ranking.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
 
 KS = (1, 5, 20, 100)
 

@@ -27,7 +27,7 @@ def main(argv=None):
     from haystack.document_stores import InMemoryDocumentStore
     from haystack.schema import Document
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from corpus import CORPUS
 
     from haystack_dcsr import DCSRRetriever, SentencePreprocessor

@@ -10,11 +10,11 @@ With Haystack 2.x
 
 from importlib import metadata
 
-from haystack_dcsr.core.dcsr_model import DCSRModel
-from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
-from haystack_dcsr.core.index_presets import INDEX_PRESETS, MILVUS_PRESETS, IndexPreset, MilvusPreset
-from haystack_dcsr.core.model_settings import DCSRSettings
-from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.core.indexes.index_presets import INDEX_PRESETS, MILVUS_PRESETS, IndexPreset, MilvusPreset
+from haystack_dcsr.core.model.dcsr_model import DCSRModel
+from haystack_dcsr.core.model.model_settings import DCSRSettings
+from haystack_dcsr.core.ranking.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.core.text.splitting import SentenceSplitter
 
 __all__ = [
     "DCSRModel",

@@ -1,4 +1,5 @@
-"""The import path that model directories saved before the core moved to ``haystack_dcsr.core`` name in their
-``modules.json`` (``haystack_dcsr.hub.NotSentenceTransformers``): kept so that those directories load unchanged."""
+"""The stable import path that model directories name in their ``modules.json``
+(``haystack_dcsr.hub.NotSentenceTransformers``, written by ``core.model.hub``): kept at the top so that saved
+directories load unchanged wherever the core's rooms move."""
 
-from haystack_dcsr.core.hub import NotSentenceTransformers  # noqa: F401
+from haystack_dcsr.core.model.hub import NotSentenceTransformers  # noqa: F401

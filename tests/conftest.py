@@ -9,7 +9,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import sys
 from pathlib import Path
 
-from worker_threads import share_cores_between_workers
+# the tests are folders by layer (core, haystack1, training, benchmarks, project); their helpers live in support/
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+
+from worker_threads import share_cores_between_workers  # noqa: E402
 
 share_cores_between_workers()  # before anything imports torch
 
@@ -25,7 +28,7 @@ from tiny_models import MINILM, make_tiny_bert  # noqa: E402, F401  (tests impor
 def int8_on_any_cpu(monkeypatch):
     """int8 served even on a CPU where it does not pay (where ``quantize="int8"`` falls back to fp32): for
     the tests of the int8 path itself, which must pass on every CPU."""
-    from haystack_dcsr.core.int8 import FORCE_INT8
+    from haystack_dcsr.core.model.int8 import FORCE_INT8
 
     monkeypatch.setenv(FORCE_INT8, "1")
 

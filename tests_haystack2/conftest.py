@@ -7,7 +7,7 @@ from pathlib import Path
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tiny_models, shared with the 1.x suite
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # helpers shared with 1.x
 from worker_threads import share_cores_between_workers  # noqa: E402
 
 share_cores_between_workers()

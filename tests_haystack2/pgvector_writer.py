@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from haystack import Document
 
-from haystack_dcsr.core.sentence_units import group_by_passage, sentence_parts
+from haystack_dcsr.core.text.sentence_units import group_by_passage, sentence_parts
 
 DIM = 384  # all-MiniLM-L6-v2's width: its settings (temperature, normalised vectors) rank the random corpus
 WRITER = __file__

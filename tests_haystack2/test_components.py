@@ -10,8 +10,8 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_dcsr import DCSRModel
-from haystack_dcsr.core.fusion import fuse
-from haystack_dcsr.core.hasans import hasans_scores
+from haystack_dcsr.core.ranking.fusion import fuse
+from haystack_dcsr.core.ranking.hasans import hasans_scores
 from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRHybridJoiner, DCSRRetriever, DCSRSentenceSplitter
 
 MODEL = "all-MiniLM-L6-v2"
@@ -198,7 +198,7 @@ def test_splitter_drops_repeats_and_refuses_two_passages_sharing_an_id():
 def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store, tmp_path):
     from tiny_models import make_tiny_cross_encoder
 
-    from haystack_dcsr.core.cross_encoder import CrossEncoder
+    from haystack_dcsr.core.model.cross_encoder import CrossEncoder
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
 
     model = make_tiny_cross_encoder(tmp_path / "cross_encoder")
@@ -228,7 +228,7 @@ def test_cross_encoder_ranker_orders_by_its_logits_blends_and_round_trips(store,
 def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path, monkeypatch):
     from tiny_models import make_tiny_cross_encoder
 
-    from haystack_dcsr.core.int8 import FORCE_INT8, Int8Linear
+    from haystack_dcsr.core.model.int8 import FORCE_INT8, Int8Linear
 
     monkeypatch.setenv(FORCE_INT8, "1")  # the int8 path itself, on any CPU (where it does not pay it serves fp32)
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
@@ -247,7 +247,7 @@ def test_cross_encoder_ranker_int8_round_trips_and_runs_on_the_cpu(tmp_path, mon
 
 
 def test_int8_embedder_and_retriever_round_trip_and_find_what_fp32_finds(store, passages, monkeypatch):
-    from haystack_dcsr.core.int8 import FORCE_INT8, Int8Linear
+    from haystack_dcsr.core.model.int8 import FORCE_INT8, Int8Linear
 
     monkeypatch.setenv(FORCE_INT8, "1")  # the int8 path itself, on any CPU (where it does not pay it serves fp32)
     pipeline = Pipeline.loads(indexing(InMemoryDocumentStore(), quantize="int8").dumps())  # serialised and back
@@ -371,8 +371,9 @@ def test_milvus_serves_what_the_exact_store_serves_with_filters_and_refuses_l2(s
 
 def test_the_answer_sentence_marker_marks_the_sentence_that_states_the_answer():
     """The 2.x answer-sentence pass: the passage's sentences scored alone, as 1.x mark_answer_sentence=True
-    does (tests/test_evidence.py, the same passage); the retriever's support stays, the inputs are not changed."""
-    from haystack_dcsr.core.evidence import ANSWER, render_html
+    does (tests/haystack1/test_evidence.py, the same passage); the retriever's support stays, the inputs are not
+    changed."""
+    from haystack_dcsr.core.text.evidence import ANSWER, render_html
     from haystack_dcsr.haystack2 import DCSRAnswerSentenceMarker
 
     passage = (

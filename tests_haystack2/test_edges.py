@@ -38,7 +38,7 @@ def test_the_2x_embedder_names_the_2x_splitter_for_unsplit_passages():
 def test_the_2x_ranker_defaults_are_the_shared_ones():
     import inspect
 
-    from haystack_dcsr.core.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K
+    from haystack_dcsr.core.model.cross_encoder import DEFAULT_FIRST_STAGE_WEIGHT, DEFAULT_TOP_K
     from haystack_dcsr.haystack2 import DCSRCrossEncoderRanker
 
     params = inspect.signature(DCSRCrossEncoderRanker.__init__).parameters

@@ -21,7 +21,7 @@ pytest.importorskip("pymilvus", reason="pymilvus is not installed (make installs
 
 from milvus_server import shared_uri  # noqa: E402
 
-from haystack_dcsr.core.filters import FilterError  # noqa: E402
+from haystack_dcsr.core.indexes.filters import FilterError  # noqa: E402
 from haystack_dcsr.haystack2 import DCSRMilvusDocumentStore, DCSRRetriever  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ pytest.importorskip("haystack_integrations.document_stores.pgvector", reason="pg
 
 from pgvector_writer import DIM, WRITER, random_corpus  # noqa: E402
 
-from haystack_dcsr.core.sentence_units import assemble_passage, group_by_passage, sentence_parts  # noqa: E402
+from haystack_dcsr.core.text.sentence_units import assemble_passage, group_by_passage, sentence_parts  # noqa: E402
 from haystack_dcsr.haystack2 import DCSREmbeddingRetriever, DCSRRetriever  # noqa: E402
 from haystack_dcsr.haystack2.pgvector import PostgresUnavailableError  # noqa: E402
 

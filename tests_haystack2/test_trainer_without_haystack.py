@@ -47,7 +47,7 @@ def test_build_model_runs_every_stage_with_haystack_unimportable(tmp_path):
 RANK = """
 import json
 from haystack_dcsr import DCSRModel
-from haystack_dcsr.core.exact_index import ExactSentenceIndex
+from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
 model = DCSRModel.from_pretrained({model!r}, use_gpu=False)
 texts = ["The capital of country %d is city %d. It rains." % (i, i) for i in range(16)]
 units = model.passage_units(texts)

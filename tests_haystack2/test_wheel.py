@@ -1,5 +1,5 @@
 """The wheel installed with ``[haystack2]`` and its dependencies in an isolated environment runs the README's 2.x
-quick start (offline; see ``tests/wheel_check.py``)."""
+quick start (offline; see ``tests/support/wheel_check.py``)."""
 
 from wheel_check import build, clean_venv, quick_start_in
 

@@ -35,7 +35,7 @@ from haystack.schema import Document  # noqa: E402
 from squad_data import faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever  # noqa: E402
-from haystack_dcsr.core.models import resolve_model_path  # noqa: E402
+from haystack_dcsr.core.model.models import resolve_model_path  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 BLOCK = 50

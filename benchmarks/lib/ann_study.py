@@ -38,8 +38,8 @@ from haystack.schema import Document  # noqa: E402
 from squad_data import faiss_store, load_squad  # noqa: E402
 
 from haystack_dcsr import DCSRRetriever, SentencePreprocessor  # noqa: E402
-from haystack_dcsr.core.encoder import Tower  # noqa: E402
-from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
+from haystack_dcsr.core.model.encoder import Tower  # noqa: E402
+from haystack_dcsr.core.ranking.metrics import first_hit_ranks, top_k_accuracy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KS = (1, 20, 100)
@@ -227,7 +227,7 @@ def embedding_retriever_reference(model: str, passages: List[Document], question
     from haystack.nodes import EmbeddingRetriever
 
     store = embedding_retriever_store(model, passages, workdir)
-    from haystack_dcsr.core.models import resolve_model_path
+    from haystack_dcsr.core.model.models import resolve_model_path
 
     retriever = EmbeddingRetriever(
         document_store=store,

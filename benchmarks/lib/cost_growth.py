@@ -208,7 +208,7 @@ def query(args) -> dict:
     from haystack.document_stores import FAISSDocumentStore
     from squad_data import load_squad
 
-    from haystack_dcsr.core.metrics import first_hit_ranks, top_k_accuracy
+    from haystack_dcsr.core.ranking.metrics import first_hit_ranks, top_k_accuracy
 
     _, questions = load_squad(n_questions=1000, seed=0)
     index_path = Path(args.workdir) / "index.faiss"

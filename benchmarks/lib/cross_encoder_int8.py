@@ -7,7 +7,7 @@ contrast reading itself: the dev contrast pairs (``evaluation.dev_contrast_pairs
 variant in one run, with speed, logit agreement and the preference flips against fp32 (paired McNemar).
 The variants: PyTorch's stock dynamic int8 ``nn.Linear`` (weights per output channel, activations one
 scale a batch) over every layer, over every layer with SmoothQuant's input smoothing, and over subsets;
-then what ``CrossEncoder(quantize="int8")`` serves (``haystack_dcsr/core/int8.py``: a scale per token,
+then what ``CrossEncoder(quantize="int8")`` serves (``haystack_dcsr/core/model/int8.py``: a scale per token,
 compiled), whose compile time is reported apart from its speed.
 
     python benchmarks/speed.py reranker runs/cross_encoder_mpnet_100/last
@@ -35,8 +35,8 @@ sys.path[:0] = [str(ROOT)] + [str(ROOT / "benchmarks" / d) for d in ("lib", ".")
 from evaluation import dev_contrast_pairs, train_contrast_pairs  # noqa: E402
 from significance import mcnemar_exact  # noqa: E402
 
-from haystack_dcsr.core.cross_encoder import CrossEncoder  # noqa: E402
-from haystack_dcsr.core.int8 import instruction_sets, int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
+from haystack_dcsr.core.model.cross_encoder import CrossEncoder  # noqa: E402
+from haystack_dcsr.core.model.int8 import instruction_sets, int8_linear_layers, quantized, replace_linear_layers  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 
 Build = Callable[[torch.nn.Module, Dict[str, torch.Tensor]], torch.nn.Module]  # (fp32 model, input maxima)

@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from haystack_dcsr.core.cross_encoder import CrossEncoder, order_by_cross_encoder, rerank
-from haystack_dcsr.core.int8 import Quantize
+from haystack_dcsr.core.model.cross_encoder import CrossEncoder, order_by_cross_encoder, rerank
+from haystack_dcsr.core.model.int8 import Quantize
 
 
 def directory_fingerprint(root: Path) -> str:

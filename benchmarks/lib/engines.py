@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks", "tests")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks", "tests/support")]
 
 import numpy as np  # noqa: E402
 

@@ -15,9 +15,8 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple, Typ
 import numpy as np
 from significance import mcnemar_exact, paired_rank_test, paired_sign_test
 
-from haystack_dcsr.core.fusion import fuse, reciprocal_rank_fusion
-from haystack_dcsr.core.meq import question_word, words
-from haystack_dcsr.core.metrics import (
+from haystack_dcsr.core.ranking.fusion import fuse, reciprocal_rank_fusion
+from haystack_dcsr.core.ranking.metrics import (
     first_hit_ranks,
     mean_rank,
     mean_reciprocal_rank,
@@ -29,6 +28,7 @@ from haystack_dcsr.core.metrics import (
     top_k_by_group,
     top_k_overlap,
 )
+from haystack_dcsr.core.text.meq import question_word, words
 
 KS = (1, 5, 20, 100)
 DEPTH = 100
@@ -376,7 +376,7 @@ ContrastPair = Tuple[str, str, str, str, bool]  # q, q's gold text, q', q''s gol
 def dev_contrast_pairs(contrast_set: Path, texts: Dict[str, str]) -> List[ContrastPair]:
     """The dev contrast set's unique pairs whose two golds differ, as (q, its gold, q', its gold, q's gold holds no
     answer of q')."""
-    from haystack_dcsr.core.metrics import has_answer
+    from haystack_dcsr.core.ranking.metrics import has_answer
     from haystack_dcsr.training.meq_data import first_of_each_text_pair
 
     pairs, _ = load_contrast_set(contrast_set)
@@ -399,7 +399,7 @@ def train_contrast_pairs(path: Path, n: int, seed: int) -> List[ContrastPair]:
     trainer's rule for a contrast negative)."""
     import random
 
-    from haystack_dcsr.core.metrics import has_answer
+    from haystack_dcsr.core.ranking.metrics import has_answer
     from haystack_dcsr.training.data import load_records
 
     pairs = []

@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks", "tests")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / d) for d in ("benchmarks/lib", "benchmarks", "tests/support")]
 
 import numpy as np  # noqa: E402
 
@@ -63,7 +63,7 @@ def main() -> None:
     from milvus_server import MilvusServer
 
     from haystack_dcsr import MILVUS_PRESETS, DCSRRetriever
-    from haystack_dcsr.core.milvus_index import MilvusUnavailableError
+    from haystack_dcsr.core.indexes.milvus_index import MilvusUnavailableError
     from haystack_dcsr.haystack1.milvus_store import MilvusDocumentStore
 
     started = time.perf_counter()

@@ -1,12 +1,12 @@
 """Significance tests behind the benchmark tables: is a gap between two systems on the same questions
 more than noise? (Exact McNemar on hits, Wilcoxon signed-rank on reciprocal ranks.) The benchmarks'
-own: a user evaluating a retriever needs the metrics in ``haystack_dcsr.core.metrics``, not these."""
+own: a user evaluating a retriever needs the metrics in ``haystack_dcsr.core.ranking.metrics``, not these."""
 
 from typing import Dict, Sequence
 
 from scipy.stats import binomtest, wilcoxon
 
-from haystack_dcsr.core.metrics import reciprocal_ranks
+from haystack_dcsr.core.ranking.metrics import reciprocal_ranks
 
 
 def paired_sign_test(first_hits_a: Sequence[int], first_hits_b: Sequence[int], k: int) -> Dict[str, float]:

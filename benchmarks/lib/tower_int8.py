@@ -25,8 +25,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from haystack_dcsr.core.dcsr_model import DCSRModel  # noqa: E402
-from haystack_dcsr.core.int8 import instruction_sets  # noqa: E402
+from haystack_dcsr.core.model.dcsr_model import DCSRModel  # noqa: E402
+from haystack_dcsr.core.model.int8 import instruction_sets  # noqa: E402
 from haystack_dcsr.training.cli import read_corpus  # noqa: E402
 from haystack_dcsr.training.data import load_records  # noqa: E402
 

@@ -21,9 +21,9 @@ from haystack.errors import DocumentStoreError
 from haystack.schema import Document
 from scipy.special import expit
 
-from haystack_dcsr.core.atomic_files import atomic_write_bytes
-from haystack_dcsr.core.filters import per_query_filters
-from haystack_dcsr.core.sparse_bm25 import TOKEN_PATTERN, SparseBM25, top_indices
+from haystack_dcsr.core.indexes.filters import per_query_filters
+from haystack_dcsr.core.indexes.sparse_bm25 import TOKEN_PATTERN, SparseBM25, top_indices
+from haystack_dcsr.core.storage.atomic_files import atomic_write_bytes
 
 __all__ = ["SparseBM25DocumentStore", "read_documents", "top_indices"]
 

@@ -2,13 +2,13 @@
 
 Haystack's SQL stores (``FAISSDocumentStore`` included) keep meta values as JSON text and compare them in SQL;
 ``InMemoryDocumentStore`` evaluates the same filters in Python on typed values. DCSR checks every filter first
-(``core.filters``) and, on SQL stores, evaluates it in Python on the decoded meta values with Haystack's own
+(``core.indexes.filters``) and, on SQL stores, evaluates it in Python on the decoded meta values with Haystack's own
 evaluator: numbers compare as numbers, and every store kind agrees with ``InMemoryDocumentStore``.
 """
 
 from typing import Any, Callable, Dict, Iterable
 
-from haystack_dcsr.core.filters import check_filters, mixed_kinds
+from haystack_dcsr.core.indexes.filters import check_filters, mixed_kinds
 
 
 def matcher(filters: Dict[str, Any]) -> Callable[[Dict[str, Any]], bool]:

@@ -3,7 +3,7 @@
 Haystack's ``JoinDocuments`` sums scores as they come (its ``merge``) or by rank (RRF); the
 benchmark's best top-1 systems min-max scale each list per query and add them by weight (HasAns
 too, or HasAns kept as a probability), which ``JoinDocuments`` cannot express (its ``merge`` takes
-scores as given), so this join node does exactly that (``haystack_dcsr.core.fusion``).
+scores as given), so this join node does exactly that (``haystack_dcsr.core.ranking.fusion``).
 Both branches must return *passages* with the same ids: DCSR rebuilds passages from its sentence
 store, and BM25 runs over a store of the same passages (Haystack's ``PreProcessor`` output, written
 to a BM25 store beside the sentence store; see ``examples/pipelines/hybrid.haystack-pipeline.yml``).
@@ -14,8 +14,8 @@ from typing import Dict, List, Optional, Tuple
 from haystack.nodes.other.join import JoinNode
 from haystack.schema import Document
 
-from haystack_dcsr.core.fusion import HYBRID, check_weights, fuse_with_parts
-from haystack_dcsr.core.sentence_units import has_support
+from haystack_dcsr.core.ranking.fusion import HYBRID, check_weights, fuse_with_parts
+from haystack_dcsr.core.text.sentence_units import has_support
 
 
 class HybridJoin(JoinNode):

@@ -1,6 +1,6 @@
 """A Haystack 1.x document store on a Milvus server, for DCSR sentence Documents.
 
-farm-haystack 1.26 ships no Milvus store. ``MilvusDocumentStore`` is the 1.x face of ``core.milvus_index``:
+farm-haystack 1.26 ships no Milvus store. ``MilvusDocumentStore`` is the 1.x face of ``core.indexes.milvus_index``:
 ``SentencePreprocessor`` output is written with ``write_documents``, ``update_embeddings(retriever)`` gives the
 sentences their DCSR vectors, and ``DCSRRetriever`` searches it as it searches a ``FAISSDocumentStore``, with
 Haystack 1.x filters translated to Milvus expressions. The data lives in the server: a saved pipeline holds the
@@ -15,10 +15,11 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.errors import DuplicateDocumentError
 from haystack.schema import Document, Label
 
-from haystack_dcsr.core.filters import check_filters
-from haystack_dcsr.core.milvus_filters import milvus_expression
-from haystack_dcsr.core.milvus_index import MilvusSentenceIndex, metric_of
-from haystack_dcsr.core.sentence_units import position
+from haystack_dcsr.core.indexes.filters import check_filters
+from haystack_dcsr.core.indexes.milvus_filters import milvus_expression
+from haystack_dcsr.core.indexes.milvus_index import MilvusSentenceIndex, metric_of
+from haystack_dcsr.core.text.sentence_units import position
+from haystack_dcsr.haystack1.engine.sentence_docs import SPLITTER
 from haystack_dcsr.haystack1.engine.sentence_search import SentenceSearch
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class MilvusDocumentStore(BaseDocumentStore):
     :param timeout: seconds a server call may take before it fails with a clear error.
     :param consistency_level: ``Session`` (a query sees every write this process made that returned, without
         waiting for the server's time tick), ``Strong`` (every write that returned, from any process) or
-        ``Bounded``/``Eventually`` (``core.milvus_index.CONSISTENCY_LEVELS``).
+        ``Bounded``/``Eventually`` (``core.indexes.milvus_index.CONSISTENCY_LEVELS``).
     :param duplicate_documents: ``overwrite`` (a passage written again replaces its sentences), ``skip`` or ``fail``.
     :param progress_bar: shown by ``update_embeddings``.
     """
@@ -105,7 +106,7 @@ class MilvusDocumentStore(BaseDocumentStore):
             raise NotImplementedError(f"{STORE} does not support headers")
         docs = [Document.from_dict(d) if isinstance(d, dict) else d for d in documents]
         for doc in docs:
-            position(doc)  # a Document that is not a DCSR sentence is refused before anything is written
+            position(doc, SPLITTER)  # a Document that is not a DCSR sentence is refused before anything is written
         target = self.sentence_index(index)
         policy = duplicate_documents or self.duplicate_documents
         if policy != "overwrite":

@@ -213,7 +213,7 @@ def _save_pipeline(pipeline: Pipeline, path: Path, index_dir, pipeline_name: Opt
     import time
     import uuid
 
-    from haystack_dcsr.core.atomic_files import atomic_write_text
+    from haystack_dcsr.core.storage.atomic_files import atomic_write_text
     from haystack_dcsr.haystack1.bm25 import SparseBM25DocumentStore
     from haystack_dcsr.haystack1.engine.saved_store import save_faiss_store
     from haystack_dcsr.haystack1.retriever import DCSRRetriever

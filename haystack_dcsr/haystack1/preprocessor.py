@@ -8,9 +8,9 @@ from haystack.nodes.base import BaseComponent
 from haystack.schema import Document
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import ModelFiles, model_splitter
-from haystack_dcsr.core.sentence_units import group_by_passage, unique_passages, whole_span
-from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.core.model.dcsr_model import ModelFiles, model_splitter
+from haystack_dcsr.core.text.sentence_units import group_by_passage, unique_passages, whole_span
+from haystack_dcsr.core.text.splitting import SentenceSplitter
 from haystack_dcsr.haystack1.engine.sentence_docs import assemble_passage, sentence_documents
 
 logger = logging.getLogger(__name__)

@@ -11,10 +11,10 @@ from typing import List, Optional, Union
 import numpy as np
 from haystack.nodes.base import BaseComponent
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import first_device, renamed
+from haystack_dcsr.core.model.dcsr_model import DCSRModel, save_towers
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, Pooling, Precision
+from haystack_dcsr.core.ranking.parameters import first_device, renamed
 
 
 class QueryEncoder(BaseComponent):

@@ -11,14 +11,14 @@ from typing import List, Optional, Union
 from haystack.nodes.ranker.base import BaseRanker
 from haystack.schema import Document
 
-from haystack_dcsr.core.cross_encoder import (
+from haystack_dcsr.core.model.cross_encoder import (
     DEFAULT_FIRST_STAGE_WEIGHT,
     DEFAULT_TOP_K,
     CrossEncoder,
     order_by_cross_encoder,
 )
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.parameters import check_parameters, first_device
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.ranking.parameters import check_parameters, first_device
 
 
 class CrossEncoderRanker(BaseRanker):

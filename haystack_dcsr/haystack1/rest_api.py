@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from haystack_dcsr.core.request_errors import RETRY_AFTER_S, first_line, request_status
+from haystack_dcsr.core.storage.request_errors import RETRY_AFTER_S, first_line, request_status
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def check_query_params(pipeline, params: Any) -> Dict[str, Any]:
     """``params`` as Haystack's ``Pipeline.run`` reads them: keys that name a node hold that node's parameters;
     any other key is a parameter for every node that takes it. Each parameter must be one a node's ``run``
     accepts, and filters must be valid Haystack 1.x filters."""
-    from haystack_dcsr.core.filters import FilterError, check_filters
+    from haystack_dcsr.core.indexes.filters import FilterError, check_filters
 
     if params is None:
         return {}
@@ -259,7 +259,7 @@ def _guarded(call, **kwargs):
 
 
 def _filters_of(body: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    from haystack_dcsr.core.filters import FilterError, check_filters
+    from haystack_dcsr.core.indexes.filters import FilterError, check_filters
 
     filters = body.get("filters")
     try:

@@ -9,21 +9,21 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.nodes.retriever.dense import DenseRetriever
 from haystack.schema import Document
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, save_towers
-from haystack_dcsr.core.encoder import PassageTower
-from haystack_dcsr.core.filters import per_query_filters
-from haystack_dcsr.core.hasans import TOP_N_SENTENCES
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.model_settings import DCSRSettings, model_setting
-from haystack_dcsr.core.models import DEFAULT_MODEL, Pooling, Precision
-from haystack_dcsr.core.parameters import (
+from haystack_dcsr.core.indexes.filters import per_query_filters
+from haystack_dcsr.core.model.dcsr_model import DCSRModel, save_towers
+from haystack_dcsr.core.model.encoder import PassageTower
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.model.model_settings import DCSRSettings, model_setting
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, Pooling, Precision
+from haystack_dcsr.core.ranking.hasans import TOP_N_SENTENCES
+from haystack_dcsr.core.ranking.parameters import (
     check_parameters,
     check_passages_or_filters,
     check_search_params,
     first_device,
     renamed,
 )
-from haystack_dcsr.core.passage_ranking import rank_passages
+from haystack_dcsr.core.ranking.passage_ranking import rank_passages
 from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
@@ -82,7 +82,7 @@ class DCSRRetriever(DenseRetriever):
         same as a one-item list.
     :param use_auth_token: a Hugging Face token (or True: the stored one) for private or gated hub models.
     :param mark_answer_sentence: also score every sentence of each returned passage *alone* against the
-        query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.core.evidence``): the
+        query and put the best in ``meta["dcsr_answer_sentence"]`` (``haystack_dcsr.core.text.evidence``): the
         supporting sentences are scored in context, so the first of them is not always the answer.
     :param max_seq_len: deprecated name of ``max_seq_len_passage`` (a DeprecationWarning).
     :param max_query_len: deprecated name of ``max_seq_len_query`` (a DeprecationWarning).
@@ -124,6 +124,7 @@ class DCSRRetriever(DenseRetriever):
             "DCSRRetriever", "max_seq_len_query", max_seq_len_query, "max_query_len", max_query_len
         )
         check_parameters(
+            "DCSRRetriever",
             optional=("quantize",),
             quantize=quantize,
             top_k=top_k,
@@ -240,7 +241,7 @@ class DCSRRetriever(DenseRetriever):
             raise NotImplementedError("DCSRRetriever does not support headers")
         store = self._store(document_store, "retrieve()")
         top_k = self.top_k if top_k is None else top_k
-        check_parameters(top_k=top_k)
+        check_parameters("DCSRRetriever", top_k=top_k)
         check_store_dimension(store, self.embedding_dim, written=False)
         check_store_similarity(store, self.query_encoder.settings.normalize)
         per_query = per_query_filters(filters, len(queries))  # a bad count fails before any query is encoded

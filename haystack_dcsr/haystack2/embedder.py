@@ -6,11 +6,12 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.core.dcsr_model import DCSRModel
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
-from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
-from haystack_dcsr.core.sentence_units import assemble_passage, group_by_passage, position
+from haystack_dcsr.core.model.dcsr_model import DCSRModel
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.ranking.parameters import check_parameters, check_quantize_device
+from haystack_dcsr.core.text.sentence_units import assemble_passage, group_by_passage, position
+from haystack_dcsr.haystack2.store_sentences import SPLITTER
 
 
 @component
@@ -54,7 +55,7 @@ class DCSRDocumentEmbedder:
 
     @component.output_types(documents=List[Document])
     def run(self, documents: List[Document]) -> Dict[str, List[Document]]:
-        groups = group_by_passage(documents, splitter="DCSRSentenceSplitter")  # refuses non-sentences
+        groups = group_by_passage(documents, SPLITTER)  # refuses non-sentences
         ordered = []
         for passage_id, sentences in groups.items():
             count = position(sentences[0]).count

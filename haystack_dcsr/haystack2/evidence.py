@@ -2,8 +2,8 @@
 
 ``meta["dcsr_sentences"]`` holds the sentences that retrieved a passage, scored in context; this second,
 cheap pass scores every sentence of each passage alone (query tower and passage tower, no neighbours) and
-sets ``meta["dcsr_answer_sentence"]`` (``core.evidence``, as the 1.x ``mark_answer_sentence=True`` does).
-``haystack_dcsr.core.evidence.render_html`` then shows the passages with both marked.
+sets ``meta["dcsr_answer_sentence"]`` (``core.text.evidence``, as the 1.x ``mark_answer_sentence=True`` does).
+``haystack_dcsr.core.text.evidence.render_html`` then shows the passages with both marked.
 """
 
 from dataclasses import replace
@@ -11,9 +11,9 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.core.dcsr_model import DCSRModel
-from haystack_dcsr.core.evidence import mark_answer_sentences
-from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.model.dcsr_model import DCSRModel
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.text.evidence import mark_answer_sentences
 
 
 @component

@@ -1,5 +1,5 @@
 """Haystack 2.x filters (``{"field": "meta.year", "operator": ">", "value": 1800}``, ``AND``/``OR``/``NOT`` over
-``conditions``) in the dict syntax that ``core.filters`` checks and the engines' translators read, keeping 2.x's
+``conditions``) in the dict syntax that ``core.indexes.filters`` checks and the engines' translators read, keeping 2.x's
 meaning: ``!=`` and ``not in`` hold for a document that lacks the field (as in ``InMemoryDocumentStore``), so they
 become the negation of ``==`` / ``in`` rather than ``$ne`` / ``$nin``, which need the field to exist.
 
@@ -9,7 +9,7 @@ outside ``meta.`` is refused by name, as is a filter in 1.x syntax.
 
 from typing import Any, Dict, Optional
 
-from haystack_dcsr.core.filters import FilterError
+from haystack_dcsr.core.indexes.filters import FilterError
 
 COMPARISONS = {"==": "$eq", ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte", "in": "$in"}
 NEGATED = {"!=": "$eq", "not in": "$in"}  # 2.x: true where the field is missing
@@ -17,7 +17,7 @@ LOGICAL = {"AND": "$and", "OR": "$or"}
 
 
 def dict_syntax(filters: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """``filters`` (2.x syntax) in ``core.filters``' syntax; None for none."""
+    """``filters`` (2.x syntax) in ``core.indexes.filters``' syntax; None for none."""
     if not filters:
         return None
     if not isinstance(filters, dict) or "operator" not in filters:

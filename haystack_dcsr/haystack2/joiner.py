@@ -5,15 +5,15 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.component.types import Variadic
 
-from haystack_dcsr.core.fusion import HYBRID, check_weights, fuse_with_parts
-from haystack_dcsr.core.parameters import check_parameters
-from haystack_dcsr.core.sentence_units import has_support
+from haystack_dcsr.core.ranking.fusion import HYBRID, check_weights, fuse_with_parts
+from haystack_dcsr.core.ranking.parameters import check_parameters
+from haystack_dcsr.core.text.sentence_units import has_support
 
 
 @component
 class DCSRHybridJoiner:
     """Joins passage lists by weighted scores, each list (HasAns, BM25) min-max scaled per query
-    (``haystack_dcsr.core.fusion``), which Haystack's ``DocumentJoiner`` modes cannot express. Inputs must be
+    (``haystack_dcsr.core.ranking.fusion``), which Haystack's ``DocumentJoiner`` modes cannot express. Inputs must be
     passages with the same ids: run BM25 over a store of the same passages the sentence store was split from.
 
     :param weights: one per input list, in the order they arrive (DCSR first, as connected); default equal.

@@ -1,6 +1,6 @@
 """A Haystack 2.x document store for DCSR sentence Documents on a Milvus server, in the collection layout the 1.x
-``MilvusDocumentStore`` writes (``core.milvus_index``): one collection serves both Haystacks, so a 1.x index moves
-to 2.x without re-indexing, and the reverse.
+``MilvusDocumentStore`` writes (``core.indexes.milvus_index``): one collection serves both Haystacks, so a 1.x index
+moves to 2.x without re-indexing, and the reverse.
 
 It is a thin store over the core's ``MilvusSentenceIndex``, as the integrations' stores are over their clients:
 ``DocumentWriter`` writes ``DCSRSentenceSplitter`` -> ``DCSRDocumentEmbedder`` output into it, ``DCSRRetriever``
@@ -18,14 +18,13 @@ from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from haystack_dcsr.core.milvus_filters import milvus_expression
-from haystack_dcsr.core.milvus_index import READ_BATCH, MilvusSentenceIndex, SentenceRow, literal, metric_of
-from haystack_dcsr.core.parameters import check_passages_or_filters
-from haystack_dcsr.core.sentence_units import position
-from haystack_dcsr.core.store_guard import guard
+from haystack_dcsr.core.indexes.milvus_filters import milvus_expression
+from haystack_dcsr.core.indexes.milvus_index import READ_BATCH, MilvusSentenceIndex, SentenceRow, literal, metric_of
+from haystack_dcsr.core.ranking.parameters import check_passages_or_filters
+from haystack_dcsr.core.storage.store_guard import guard
+from haystack_dcsr.core.text.sentence_units import position
 from haystack_dcsr.haystack2.filters import dict_syntax
-
-SPLITTER = "DCSRSentenceSplitter"
+from haystack_dcsr.haystack2.store_sentences import SPLITTER
 
 
 class DCSRMilvusDocumentStore:
@@ -39,7 +38,7 @@ class DCSRMilvusDocumentStore:
     :param token: ``user:password`` or an API key (default: the ``MILVUS_TOKEN`` variable, if set).
     :param timeout: seconds any server call may take before it fails with ``MilvusUnavailableError``.
     :param consistency_level: ``Session`` (this process reads its own writes; readers do not wait for the server's
-        time tick), ``Strong``, ``Bounded`` or ``Eventually`` (``core.milvus_index.CONSISTENCY_LEVELS``).
+        time tick), ``Strong``, ``Bounded`` or ``Eventually`` (``core.indexes.milvus_index.CONSISTENCY_LEVELS``).
     """
 
     def __init__(

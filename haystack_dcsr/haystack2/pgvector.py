@@ -34,9 +34,9 @@ from haystack_integrations.document_stores.pgvector.filters import NO_VALUE, _pa
 from psycopg.rows import dict_row
 from psycopg.sql import SQL, Composed, Identifier
 
-from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits, Support
-from haystack_dcsr.core.request_errors import first_line
-from haystack_dcsr.core.sentence_units import META, PassageRef, SentencePosition, sentence_ids_of
+from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, SentenceHits, Support
+from haystack_dcsr.core.storage.request_errors import first_line
+from haystack_dcsr.core.text.sentence_units import META, PassageRef, SentencePosition, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import StoreSentences
 
 logger = logging.getLogger(__name__)

@@ -9,14 +9,14 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.core.cross_encoder import (
+from haystack_dcsr.core.model.cross_encoder import (
     DEFAULT_FIRST_STAGE_WEIGHT,
     DEFAULT_TOP_K,
     CrossEncoder,
     order_by_cross_encoder,
 )
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.ranking.parameters import check_parameters, check_quantize_device
 
 
 @component

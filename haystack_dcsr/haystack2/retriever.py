@@ -14,13 +14,13 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack.utils.deserialization import deserialize_component_inplace
 
-from haystack_dcsr.core.dcsr_model import DCSRModel, ModelFiles
-from haystack_dcsr.core.hasans import TOP_N_SENTENCES
-from haystack_dcsr.core.int8 import Quantize
-from haystack_dcsr.core.model_settings import model_setting
-from haystack_dcsr.core.models import DEFAULT_MODEL, Precision
-from haystack_dcsr.core.parameters import check_parameters, check_quantize_device
-from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts, rank_passages
+from haystack_dcsr.core.model.dcsr_model import DCSRModel, ModelFiles
+from haystack_dcsr.core.model.int8 import Quantize
+from haystack_dcsr.core.model.model_settings import model_setting
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, Precision
+from haystack_dcsr.core.ranking.hasans import TOP_N_SENTENCES
+from haystack_dcsr.core.ranking.parameters import check_parameters, check_quantize_device
+from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, passage_parts, rank_passages
 from haystack_dcsr.haystack2.stores import sentence_store_for
 
 
@@ -248,6 +248,7 @@ class DCSRRetriever:
         rank_in_database: bool = False,
     ):
         check_parameters(  # named as the component the user built
+            "DCSRRetriever",
             optional=("quantize",),
             top_k=top_k,
             top_n_sentences=top_n_sentences,
@@ -280,7 +281,7 @@ class DCSRRetriever:
         self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
     ) -> Dict[str, List[Document]]:
         if top_k is not None:
-            check_parameters(top_k=top_k)
+            check_parameters("DCSRRetriever", top_k=top_k)
         embedding = self._embedder.run(query)["embedding"]
         return self._retriever.run(embedding, filters=filters, top_k=top_k)
 

@@ -26,7 +26,7 @@ from hayhooks import BasePipelineWrapper
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 
-from haystack_dcsr.core.request_errors import RETRY_AFTER_S, first_line, request_status
+from haystack_dcsr.core.storage.request_errors import RETRY_AFTER_S, first_line, request_status
 from haystack_dcsr.haystack2.retriever import DCSREmbeddingRetriever, DCSRRetriever, DCSRTextEmbedder
 
 
@@ -72,8 +72,8 @@ def _query_input_and_retriever(pipeline: Pipeline):
 
 
 def _http_error(error: Exception) -> HTTPException:
-    """A pipeline's error as the HTTP answer a client can act on (``core.request_errors``): 503 for an engine that
-    is down, 422 for a request the components refuse (naming the fault), 500 otherwise."""
+    """A pipeline's error as the HTTP answer a client can act on (``core.storage.request_errors``): 503 for an engine
+    that is down, 422 for a request the components refuse (naming the fault), 500 otherwise."""
     cause = error
     while isinstance(cause, PipelineRuntimeError) and cause.__cause__ is not None:
         cause = cause.__cause__  # Haystack wraps a component's error in its own

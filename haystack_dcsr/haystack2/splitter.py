@@ -5,9 +5,9 @@ from typing import Any, Dict, List
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_dcsr.core.dcsr_model import ModelFiles, model_splitter
-from haystack_dcsr.core.models import DEFAULT_MODEL
-from haystack_dcsr.core.sentence_units import sentence_parts, unique_passages, whole_span
+from haystack_dcsr.core.model.dcsr_model import ModelFiles, model_splitter
+from haystack_dcsr.core.model.models import DEFAULT_MODEL
+from haystack_dcsr.core.text.sentence_units import sentence_parts, unique_passages, whole_span
 
 logger = logging.getLogger(__name__)
 

@@ -1,16 +1,16 @@
 """The base of the adapters that make a Haystack 2.x store a sentence index for the ranking driver
-(``core.passage_ranking.SentenceIndex``): reads of passages, deletes of whole passages and the store's guard. Each
-store's search lives in its adapter (``haystack2.stores``, ``haystack2.pgvector``)."""
+(``core.ranking.passage_ranking.SentenceIndex``): reads of passages, deletes of whole passages and the store's guard.
+Each store's search lives in its adapter (``haystack2.stores``, ``haystack2.pgvector``)."""
 
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from haystack import Document
 
-from haystack_dcsr.core.parameters import check_passages_or_filters
-from haystack_dcsr.core.passage_ranking import SentenceHits
-from haystack_dcsr.core.sentence_units import META, PassageRef, current_sentences, position
-from haystack_dcsr.core.store_guard import guard
+from haystack_dcsr.core.ranking.parameters import check_passages_or_filters
+from haystack_dcsr.core.ranking.passage_ranking import SentenceHits
+from haystack_dcsr.core.storage.store_guard import guard
+from haystack_dcsr.core.text.sentence_units import META, PassageRef, current_sentences, position
 
 PASSAGE_FIELD = f"meta.{META}.passage_id"
 READ_CHUNK = 1_000  # ids per read: keeps an "in" filter small for every engine
@@ -20,8 +20,8 @@ SPLITTER = "DCSRSentenceSplitter"
 class StoreSentences:
     """Search and read over one 2.x store; subclasses say how the store searches (``_search_one``).
 
-    A ``GuardedIndex``: the driver holds the read side of the store's guard (``core.store_guard``, whose write side
-    wraps the store's own write and delete methods) across a query's search and reads, so they see the store
+    A ``GuardedIndex``: the driver holds the read side of the store's guard (``core.storage.store_guard``, whose
+    write side wraps the store's own write and delete methods) across a query's search and reads, so they see the store
     between two writes, never inside one (the stores are not safe under concurrent use), and one state. Writes by
     other processes (a server) are not guarded: there the passage versions keep a partial passage out."""
 

@@ -1,4 +1,4 @@
-"""The Haystack 2.x stores as sentence indexes (``core.passage_ranking.SentenceIndex``) for the ranking driver.
+"""The Haystack 2.x stores as sentence indexes (``core.ranking.passage_ranking.SentenceIndex``) for the ranking driver.
 
 Every Haystack 2.x store integration has its own embedding search, score scale and filter translation; this
 module is the one place that knows them. Supported: ``InMemoryDocumentStore`` (exact search),
@@ -15,8 +15,8 @@ from typing import List, Sequence
 
 from haystack import Document
 
-from haystack_dcsr.core.optional_classes import is_instance
-from haystack_dcsr.core.sentence_units import PassageRef, position, sentence_ids_of
+from haystack_dcsr.core.indexes.optional_classes import is_instance
+from haystack_dcsr.core.text.sentence_units import PassageRef, position, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import SPLITTER, StoreSentences
 
 

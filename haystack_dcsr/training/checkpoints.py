@@ -20,8 +20,8 @@ import numpy as np
 import torch
 import yaml
 
-from haystack_dcsr.core.atomic_files import fsync_folder
-from haystack_dcsr.core.checksums import DamagedFileError, verify_checksums, write_checksums
+from haystack_dcsr.core.storage.atomic_files import fsync_folder
+from haystack_dcsr.core.storage.checksums import DamagedFileError, verify_checksums, write_checksums
 from haystack_dcsr.training.distributed import Distributed
 
 logger = logging.getLogger(__name__)

@@ -67,7 +67,7 @@ def mine_dense(args) -> None:
 
 
 def meq_filter(args):
-    from haystack_dcsr.core.meq import MEQFilter
+    from haystack_dcsr.core.text.meq import MEQFilter
 
     return MEQFilter.with_model(
         args.model, threshold=args.threshold, max_edits=args.max_edits, answer_rule=args.answer_rule
@@ -75,7 +75,7 @@ def meq_filter(args):
 
 
 def calibrate_meq(args) -> None:
-    from haystack_dcsr.core.meq import calibrate_threshold
+    from haystack_dcsr.core.text.meq import calibrate_threshold
     from haystack_dcsr.training.meq_data import ambigqa_pairs
 
     pairs = ambigqa_pairs(args.ambigqa)
@@ -147,7 +147,7 @@ def build_model(args) -> None:
 
 
 def publish(args) -> None:
-    from haystack_dcsr.core.hub import publish as upload
+    from haystack_dcsr.core.model.hub import publish as upload
 
     result = upload(args.directory, args.repo_id, private=args.private, token=args.token, dry_run=args.dry_run)
     if args.dry_run:
@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=mine_dense)
 
     def meq_options(p, threshold=True, answers=True):
-        from haystack_dcsr.core.meq import AnswerRule
+        from haystack_dcsr.core.text.meq import AnswerRule
 
         p.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder for the cosine rule")
         if threshold:
@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> None:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from haystack_dcsr.core.hub import PublishError
+    from haystack_dcsr.core.model.hub import PublishError
     from haystack_dcsr.training.averaging import CheckpointMismatch
     from haystack_dcsr.training.build_model import BuildError
     from haystack_dcsr.training.checkpoints import CheckpointError

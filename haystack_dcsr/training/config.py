@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import yaml
 
-from haystack_dcsr.core.models import DEFAULT_MODEL, MARKER_INITS
-from haystack_dcsr.core.parameters import renamed
+from haystack_dcsr.core.model.models import DEFAULT_MODEL, MARKER_INITS
+from haystack_dcsr.core.ranking.parameters import renamed
 
 
 def option(default: Any, help: str) -> Any:

@@ -11,7 +11,7 @@ dropped (DPR's rule, ``answerless_negatives``).
 
 Batches mix ``meq_share`` of MEQ-bearing groups with the other questions, which pass once per
 epoch. The output is a plain Hugging Face sequence-classification directory (``last/``) that
-``haystack_dcsr.core.cross_encoder.CrossEncoder`` and Haystack's ``SentenceTransformersRanker`` load.
+``haystack_dcsr.core.model.cross_encoder.CrossEncoder`` and Haystack's ``SentenceTransformersRanker`` load.
 """
 
 import itertools
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
-from haystack_dcsr.core.models import pick_device, resolve_model_path
+from haystack_dcsr.core.model.models import pick_device, resolve_model_path
 from haystack_dcsr.training.config import CrossEncoderConfig
 from haystack_dcsr.training.data import DataError, Record, answerless_negatives, load_records
 from haystack_dcsr.training.memory import peak_memory_gb

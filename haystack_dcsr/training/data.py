@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from haystack_dcsr.core.metrics import contains_answer, has_answer, normalize_for_matching
+from haystack_dcsr.core.ranking.metrics import contains_answer, has_answer, normalize_for_matching
 
 logger = logging.getLogger(__name__)
 

@@ -21,11 +21,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from haystack_dcsr.core.dcsr_model import ModelFiles, save_towers
-from haystack_dcsr.core.encoder import PassageTower, QueryTower, Tower, Window
-from haystack_dcsr.core.hub import model_card
-from haystack_dcsr.core.model_settings import DCSRSettings
-from haystack_dcsr.core.models import pick_dtype
+from haystack_dcsr.core.model.dcsr_model import ModelFiles, save_towers
+from haystack_dcsr.core.model.encoder import PassageTower, QueryTower, Tower, Window
+from haystack_dcsr.core.model.model_settings import DCSRSettings
+from haystack_dcsr.core.model.models import pick_dtype
 from haystack_dcsr.training.checkpoints import Checkpoints, seed_everything
 from haystack_dcsr.training.config import TrainConfig
 from haystack_dcsr.training.data import Record, load_records
@@ -35,6 +34,7 @@ from haystack_dcsr.training.losses.qp import QPLoss, positive_ranks
 from haystack_dcsr.training.losses.qq import qq_loss
 from haystack_dcsr.training.marker import MarkerOffset, attach_markers, learning_rate_schedule, marker_is_new
 from haystack_dcsr.training.memory import peak_memory_gb
+from haystack_dcsr.training.model_card import model_card
 from haystack_dcsr.training.samples import Batch, Sample, SampleBuilder, batches, make_batch
 from haystack_dcsr.training.schedule import epoch_batches
 from haystack_dcsr.training.sentence_index import FrozenSentenceIndex, training_passages

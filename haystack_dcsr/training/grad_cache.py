@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from haystack_dcsr.core.encoder import Window, renumber
+from haystack_dcsr.core.model.encoder import Window, renumber
 
 Forward = Callable[[List[Window], int, List[Window], int], Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]]
 

@@ -19,8 +19,8 @@ from typing import Dict, Iterator, Optional
 
 import torch
 
-from haystack_dcsr.core.encoder import Tower
-from haystack_dcsr.core.models import MarkerInit, set_marker_row
+from haystack_dcsr.core.model.encoder import Tower
+from haystack_dcsr.core.model.models import MarkerInit, set_marker_row
 
 
 class MarkerOffset(torch.nn.Module):
@@ -77,7 +77,7 @@ def marker_is_new(name_or_path: str, marker: str) -> bool:
     its trained marker: ``marker_init`` applies to new markers only)."""
     from transformers import AutoTokenizer
 
-    from haystack_dcsr.core.models import resolve_model_path
+    from haystack_dcsr.core.model.models import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name_or_path), trust_remote_code=False)
     return marker not in tokenizer.get_vocab()

@@ -20,8 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from haystack_dcsr.core.meq import MEQFilter, answers_differ, candidate_pairs, words
-from haystack_dcsr.core.metrics import contains_answer, normalize_for_matching
+from haystack_dcsr.core.ranking.metrics import contains_answer, normalize_for_matching
+from haystack_dcsr.core.text.meq import MEQFilter, answers_differ, candidate_pairs, words
 from haystack_dcsr.training.data import Passage, Record, read_json
 
 RANKING_HARD, RANKING_RANDOM = 30, 19

@@ -27,7 +27,7 @@ Search = Callable[[List[str], int], List[List[Passage]]]
 
 def bm25_search(passages: Sequence[Passage], query_batch_size: int = 512) -> Search:
     """BM25 over ``passages`` (Lucene scoring, ties in corpus order): the DPR recipe's negatives."""
-    from haystack_dcsr.core.sparse_bm25 import SparseBM25
+    from haystack_dcsr.core.indexes.sparse_bm25 import SparseBM25
 
     passages = list(passages)
     bm25 = SparseBM25([p.text for p in passages], query_batch_size=query_batch_size)
@@ -48,8 +48,8 @@ def dense_search(
     """A trained DCSR model's ranking of ``passages`` (a model directory or hub name): every passage split
     and encoded whole as the retrievers index it, an exact search over all sentence vectors and HasAns
     over each question's top sentences, as ``DCSRRetriever`` serves a FAISS Flat index."""
-    from haystack_dcsr.core.dcsr_model import DCSRModel
-    from haystack_dcsr.core.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.model.dcsr_model import DCSRModel
 
     passages = list(passages)
     dcsr = DCSRModel.from_pretrained(str(model), device=device)

@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from haystack_dcsr.core.metrics import contains_answer, normalize_for_matching
-from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.core.ranking.metrics import contains_answer, normalize_for_matching
+from haystack_dcsr.core.text.splitting import SentenceSplitter
 from haystack_dcsr.training.data import Passage, Record
 
 # The paper's ablation recipes, by name, as the list of per-question extra negatives.

@@ -23,8 +23,8 @@ from typing import Dict, List, Literal, Sequence, Tuple
 import numpy as np
 import torch
 
-from haystack_dcsr.core.encoder import PassageTower
-from haystack_dcsr.core.metrics import contains_answer, normalize_for_matching
+from haystack_dcsr.core.model.encoder import PassageTower
+from haystack_dcsr.core.ranking.metrics import contains_answer, normalize_for_matching
 from haystack_dcsr.training.data import Passage, Record
 from haystack_dcsr.training.samples import Candidate, Sample, SampleBuilder
 

@@ -12,8 +12,8 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from haystack_dcsr.core.encoder import PassageTower, QueryTower
-from haystack_dcsr.core.exact_index import ExactSentenceIndex
+from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
+from haystack_dcsr.core.model.encoder import PassageTower, QueryTower
 from haystack_dcsr.training.data import Passage, Record
 from haystack_dcsr.training.samples import SampleBuilder
 

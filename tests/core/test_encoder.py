@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from haystack_dcsr.core.dcsr_model import DCSRSettings, ModelFiles
-from haystack_dcsr.core.encoder import PassageTower, QueryTower, plan_windows
-from haystack_dcsr.core.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
+from haystack_dcsr.core.model.dcsr_model import DCSRSettings, ModelFiles
+from haystack_dcsr.core.model.encoder import PassageTower, QueryTower, plan_windows
+from haystack_dcsr.core.model.models import CONFIG_NAME, EncoderConfig, load_tower, resolve_model_path
 
 
 @pytest.fixture(scope="module")

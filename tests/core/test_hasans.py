@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from haystack_dcsr.core.hasans import hasans_scores, sentence_probabilities
+from haystack_dcsr.core.ranking.hasans import hasans_scores, sentence_probabilities
 
 
 def test_probabilities_are_a_tempered_softmax():
@@ -60,7 +60,7 @@ def test_empty_hits_give_no_passages():
 def test_rank_hits_keeps_the_top_k_and_every_probability():
     import numpy as np
 
-    from haystack_dcsr.core.hasans import rank_hits
+    from haystack_dcsr.core.ranking.hasans import rank_hits
 
     scores = np.array([3.0, 2.5, 2.0, 1.0, 0.5])
     keys = np.array([7, 7, 9, 4, 9])
@@ -74,8 +74,8 @@ def test_rank_hits_keeps_the_top_k_and_every_probability():
 def test_exact_index_ranks_as_hasans_over_its_top_n():
     import numpy as np
 
-    from haystack_dcsr.core.exact_index import ExactSentenceIndex
-    from haystack_dcsr.core.hasans import hasans_scores
+    from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
+    from haystack_dcsr.core.ranking.hasans import hasans_scores
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((12, 8)).astype(np.float32)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from haystack_dcsr.core.meq import (
+from haystack_dcsr.core.text.meq import (
     MEQFilter,
     answers_differ,
     calibrate_threshold,

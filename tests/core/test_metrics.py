@@ -4,7 +4,7 @@ from fractions import Fraction
 import pytest
 from significance import mcnemar_exact, paired_rank_test, paired_sign_test
 
-from haystack_dcsr.core.metrics import (
+from haystack_dcsr.core.ranking.metrics import (
     answer_tokens,
     answer_words,
     first_hit_ranks,

@@ -1,4 +1,4 @@
-"""The core Milvus sentence index on a real Milvus server (``tests/milvus_server.py`` starts one on loopback, or
+"""The core Milvus sentence index on a real Milvus server (``tests/support/milvus_server.py`` starts one on loopback, or
 ``MILVUS_URI`` names one): it ranks as the exact index does under the one driver, writes passages whole, and
 refuses what it cannot honour by name."""
 
@@ -11,9 +11,9 @@ pytest.importorskip("pymilvus", reason="pymilvus is not installed (make installs
 
 from milvus_server import shared_uri  # noqa: E402
 
-from haystack_dcsr.core.milvus_index import MilvusSentenceIndex  # noqa: E402
-from haystack_dcsr.core.passage_ranking import passage_parts, rank_passages  # noqa: E402
-from haystack_dcsr.core.sentence_units import SUPPORT, sentence_parts  # noqa: E402
+from haystack_dcsr.core.indexes.milvus_index import MilvusSentenceIndex  # noqa: E402
+from haystack_dcsr.core.ranking.passage_ranking import passage_parts, rank_passages  # noqa: E402
+from haystack_dcsr.core.text.sentence_units import SUPPORT, sentence_parts  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384

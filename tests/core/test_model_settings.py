@@ -8,10 +8,10 @@ import pytest
 from tiny_models import make_tiny_bert
 
 from haystack_dcsr import DCSRModel
-from haystack_dcsr.core.dcsr_model import ModelFiles
-from haystack_dcsr.core.encoder import PassageTower, QueryTower
-from haystack_dcsr.core.model_settings import MODEL_FILE, DCSRSettings, model_setting
-from haystack_dcsr.core.models import CONFIG_NAME
+from haystack_dcsr.core.model.dcsr_model import ModelFiles
+from haystack_dcsr.core.model.encoder import PassageTower, QueryTower
+from haystack_dcsr.core.model.model_settings import MODEL_FILE, DCSRSettings, model_setting
+from haystack_dcsr.core.model.models import CONFIG_NAME
 
 
 def test_a_node_parameter_wins_only_when_given():

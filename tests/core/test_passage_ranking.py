@@ -6,9 +6,9 @@ import contextlib
 import numpy as np
 import pytest
 
-from haystack_dcsr.core.exact_index import ExactSentenceIndex
-from haystack_dcsr.core.hasans import hasans_scores
-from haystack_dcsr.core.passage_ranking import (
+from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
+from haystack_dcsr.core.ranking.hasans import hasans_scores
+from haystack_dcsr.core.ranking.passage_ranking import (
     GuardedIndex,
     IndexChangedError,
     RowMappedIndex,

@@ -1,7 +1,7 @@
 """The core's sparse BM25 breaks ties by corpus order whatever SIMD code numpy dispatches to.
 
 Each run is a child process with numpy's CPU features on or all off (``NPY_DISABLE_CPU_FEATURES``). The
-child loads ``core/sparse_bm25.py`` by its path: it needs numpy and scipy only, so the check costs no
+child loads ``core/indexes/sparse_bm25.py`` by its path: it needs numpy and scipy only, so the check costs no
 Haystack or torch import (and runs in both environments).
 """
 

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from haystack_dcsr.core.splitting import SentenceSplitter
+from haystack_dcsr.core.text.splitting import SentenceSplitter
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_an_unknown_language_is_refused_with_what_works():
 
 
 def test_german_offline_warns_and_a_fitted_splitter_splits_it_right(caplog):
-    from haystack_dcsr.core.splitting import PunktParameters
+    from haystack_dcsr.core.text.splitting import PunktParameters
 
     offline = SentenceSplitter(language="german")
     if offline.params.abbrev_types and "okt" not in offline.params.abbrev_types:  # no punkt_tab: English rules

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from haystack.document_stores.base import BaseDocumentStore
 
-from haystack_dcsr.core.sentence_units import parse_sentence_id
+from haystack_dcsr.core.text.sentence_units import parse_sentence_id
 from haystack_dcsr.haystack1.engine.sql_rows import (
     fetch_documents,
     highest_vector_id,

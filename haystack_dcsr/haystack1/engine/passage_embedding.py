@@ -10,8 +10,9 @@ import numpy as np
 from haystack.document_stores.base import BaseDocumentStore
 from haystack.schema import Document
 
-from haystack_dcsr.core.encoder import PassageTower
-from haystack_dcsr.core.sentence_units import (
+from haystack_dcsr.core.model.encoder import PassageTower
+from haystack_dcsr.core.storage.store_guard import writes_paused
+from haystack_dcsr.core.text.sentence_units import (
     PassageRef,
     current_sentences,
     group_by_passage,
@@ -20,7 +21,7 @@ from haystack_dcsr.core.sentence_units import (
     position,
     sentence_ids_of,
 )
-from haystack_dcsr.core.store_guard import writes_paused
+from haystack_dcsr.haystack1.engine.sentence_docs import SPLITTER
 from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class PassageEmbedder:
         Haystack's ``update_embeddings`` has already reset the index when it calls this, so an
         error here would leave the store without vectors. Such sentences are never retrieved.
         """
-        groups = group_by_passage(documents)  # raises for documents that are not DCSR sentences
+        groups = group_by_passage(documents, SPLITTER)  # raises for documents that are not DCSR sentences
         if len(documents) == 1 and self.store is None and position(documents[0]).count > 1:
             # Haystack stores probe the vector size with one document before update_embeddings:
             # the sentence alone answers that, without its siblings

@@ -21,7 +21,7 @@ import functools
 import logging
 from typing import Dict, List, Optional
 
-from haystack_dcsr.core.sentence_units import META, head_id, position, sentence_id
+from haystack_dcsr.core.text.sentence_units import META, head_id, position, sentence_id
 from haystack_dcsr.haystack1.engine.passage_deletion import (
     delete_rows_only,
     delete_sentences,

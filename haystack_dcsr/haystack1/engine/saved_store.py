@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from haystack_dcsr.core.atomic_files import atomic_write_bytes, atomic_write_text, replacing
-from haystack_dcsr.core.checksums import verify_checksums, write_checksums
-from haystack_dcsr.core.store_guard import guard
+from haystack_dcsr.core.storage.atomic_files import atomic_write_bytes, atomic_write_text, replacing
+from haystack_dcsr.core.storage.checksums import verify_checksums, write_checksums
+from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock

@@ -4,9 +4,11 @@ from typing import List, Sequence
 
 from haystack.schema import Document
 
-from haystack_dcsr.core.sentence_units import assemble_passage as assemble_parts
-from haystack_dcsr.core.sentence_units import sentence_parts
-from haystack_dcsr.core.splitting import Span
+from haystack_dcsr.core.text.sentence_units import assemble_passage as assemble_parts
+from haystack_dcsr.core.text.sentence_units import sentence_parts
+from haystack_dcsr.core.text.splitting import Span
+
+SPLITTER = "SentencePreprocessor"  # the 1.x node that makes sentence Documents, named where a Document may not be one
 
 
 def sentence_documents(passage: Document, spans: Sequence[Span]) -> List[Document]:

@@ -11,7 +11,7 @@ from typing import Dict, List, Mapping, Optional, Union
 
 from haystack.document_stores.base import BaseDocumentStore
 
-from haystack_dcsr.core.store_guard import guard
+from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
 from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX

@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from haystack_dcsr.core.sentence_units import PassageRef, SentencePosition, sentence_id
+from haystack_dcsr.core.text.sentence_units import PassageRef, SentencePosition, sentence_id
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
 MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
@@ -216,7 +216,7 @@ class SentenceMap:
         """One ``.npz``: the two arrays, the passage table as flat arrays (ids as UTF-8 bytes with
         offsets, so any id round-trips; no pickle) and, when given, the fingerprint of the FAISS
         index and SQL state it was saved with. Written atomically (temporary file, fsync, rename)."""
-        from haystack_dcsr.core.atomic_files import atomic_write
+        from haystack_dcsr.core.storage.atomic_files import atomic_write
 
         current = np.zeros(len(self.passages), dtype=bool)
         current[list(self.keys.values())] = True

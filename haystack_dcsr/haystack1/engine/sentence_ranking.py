@@ -8,8 +8,8 @@ from typing import Callable, List, Sequence
 
 from haystack.schema import Document
 
-from haystack_dcsr.core.evidence import mark_answer_sentences
-from haystack_dcsr.core.passage_ranking import RankedPassage, passage_parts
+from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, passage_parts
+from haystack_dcsr.core.text.evidence import mark_answer_sentences
 
 SENTENCE_TEXTS = "_dcsr_sentence_texts"  # carried from ranking to the answer-sentence pass, then removed
 
@@ -26,7 +26,7 @@ def passage_document(ranked: RankedPassage, with_sentences: bool = False) -> Doc
 def mark_answers(
     queries: Sequence[str], results: List[List[Document]], encode_queries: Callable, encode_passages: Callable
 ) -> None:
-    """The answer-sentence pass (``core.evidence``) over passages ranked ``with_sentences``: each gets
+    """The answer-sentence pass (``core.text.evidence``) over passages ranked ``with_sentences``: each gets
     ``meta["dcsr_answer_sentence"]`` and loses the sentence texts it carried for the pass."""
     for query, passages in zip(queries, results):
         sentences = {doc.id: doc.meta.pop(SENTENCE_TEXTS) for doc in passages}

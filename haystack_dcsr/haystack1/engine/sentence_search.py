@@ -25,18 +25,18 @@ from cachetools import LRUCache
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.core.filters import check_filters, mixed_kinds
-from haystack_dcsr.core.optional_classes import is_instance
-from haystack_dcsr.core.passage_ranking import RankedPassage, SentenceHits
-from haystack_dcsr.core.sentence_units import (
+from haystack_dcsr.core.indexes.filters import check_filters, mixed_kinds
+from haystack_dcsr.core.indexes.optional_classes import is_instance
+from haystack_dcsr.core.indexes.vector_search import keeps_ids, search, search_selected
+from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, SentenceHits
+from haystack_dcsr.core.storage.store_guard import guard
+from haystack_dcsr.core.text.sentence_units import (
     PassageRef,
     current_sentences,
     head_id,
     position,
     sentence_ids_of,
 )
-from haystack_dcsr.core.store_guard import guard
-from haystack_dcsr.core.vector_search import keeps_ids, search, search_selected
 from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
@@ -74,7 +74,7 @@ class SentenceSearch:
         return self.document_store.similarity
 
     def reading(self):
-        """The read side of the store's guard (``core.store_guard``): the driver holds it across a batch."""
+        """The read side of the store's guard (``core.storage.store_guard``): the driver holds it across a batch."""
         return guard(self.document_store).reading()
 
     def search(self, query_vectors: np.ndarray, top_n: int, filters: Optional[FilterType] = None) -> List[SentenceHits]:

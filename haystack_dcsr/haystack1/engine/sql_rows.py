@@ -15,7 +15,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.schema import Document
 
-from haystack_dcsr.core.sentence_units import META, SentencePosition
+from haystack_dcsr.core.text.sentence_units import META, SentencePosition
 from haystack_dcsr.haystack1.engine.sentence_map import SentenceRows
 
 _SQL_BATCH = 5000
@@ -173,7 +173,7 @@ def vector_ids_matching(document_store, index: str, filters: FilterType) -> List
     values (``haystack_dcsr.haystack1.filters``): SQL would compare the JSON text of numbers as strings."""
     from haystack.document_stores.sql import DocumentORM, MetaDocumentORM
 
-    from haystack_dcsr.core.filters import filter_fields
+    from haystack_dcsr.core.indexes.filters import filter_fields
     from haystack_dcsr.haystack1.filters import matcher
 
     match = matcher(filters)

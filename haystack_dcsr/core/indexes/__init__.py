@@ -1,0 +1,1 @@
+"""Indexes: the exact index, FAISS search, the Milvus index and its filters, index presets, filters, sparse BM25."""

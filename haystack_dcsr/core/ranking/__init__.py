@@ -1,0 +1,1 @@
+"""Ranking: HasAns, the one ranking driver, fusion, metrics and the parameters every retriever checks."""

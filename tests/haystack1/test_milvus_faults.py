@@ -1,0 +1,391 @@
+"""Faults on a real Milvus server: the server process killed with SIGKILL (by its pid) during writes, during
+queries, and in the middle of a soak of one writer and several readers, then restarted on the same data folder.
+
+What must hold: a call made while the server is down fails with ``MilvusUnavailableError`` within a bounded time
+(no hang, no wrong answer); after the restart every acknowledged write is there, the collection holds exactly
+the sentences of whole passages (no partial passage, no ghost rows), and every answer a reader got equals the
+single-threaded answer for a state the store passed through, or was that clear error.
+"""
+
+import itertools
+import os
+import random
+import signal
+import threading
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason="pymilvus is not installed (make installs it)")
+
+from milvus_server import MilvusServer  # noqa: E402
+
+from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex  # noqa: E402
+from haystack_dcsr.core.indexes.milvus_index import MilvusSentenceIndex, MilvusUnavailableError  # noqa: E402
+from haystack_dcsr.core.ranking.passage_ranking import rank_passages  # noqa: E402
+from haystack_dcsr.core.text.sentence_units import position, sentence_parts  # noqa: E402
+
+DIM = 16
+TEMPERATURE = 0.5
+TOP_K = 5
+FAILS_WITHIN = 30.0  # seconds: a call to a dead server must fail by then (the client timeout is 10 s)
+READY_WITHIN = 180.0
+QUERIES = np.random.default_rng(99).standard_normal((3, DIM)).astype(np.float32)
+
+
+class Unit:
+    def __init__(self, doc_id, content, meta):
+        self.id, self.content, self.meta = doc_id, content, meta
+
+
+def passage(pid: str, count: int, version: int):
+    """Passage ``pid``'s sentence units and vectors at ``version`` (deterministic, so any state can be rebuilt)."""
+    sentences = [f"Sentence {k} of {pid} in version {version}." for k in range(count)]
+    text, spans, start = " ".join(sentences), [], 0
+    for sentence in sentences:
+        spans.append((start, start + len(sentence)))
+        start += len(sentence) + 1
+    units = [Unit(*parts) for parts in sentence_parts(pid, text, {}, spans)]
+    vectors = np.random.default_rng(zlib.crc32(f"{pid}/{count}/{version}".encode())).standard_normal((count, DIM))
+    return units, vectors.astype(np.float32)
+
+
+def exact_answer(state: dict) -> list:
+    """The single-threaded answer of every query for ``state`` ({pid: (count, version)}): the exact index."""
+    if not state:
+        return [[] for _ in QUERIES]
+    pids = sorted(state)
+    built = [passage(pid, *state[pid]) for pid in pids]
+    index = ExactSentenceIndex(np.concatenate([v for _, v in built]), [len(u) for u, _ in built])
+    ranked = rank_passages(index, QUERIES, TEMPERATURE, len(index), TOP_K)
+    return [[(pids[p.ref], state[pids[p.ref]][1], p.hasans) for p in per_query] for per_query in ranked]
+
+
+def same(got: list, want: list) -> bool:
+    """Equal passages and versions in order, HasAns within 1e-4 (the server sums float32 products)."""
+    return len(got) == len(want) and all(
+        len(g) == len(w) and all(a[:2] == b[:2] and abs(a[2] - b[2]) <= 1e-4 for a, b in zip(g, w))
+        for g, w in zip(got, want)
+    )
+
+
+def served(index: MilvusSentenceIndex) -> list:
+    ranked = rank_passages(index, QUERIES, TEMPERATURE, 3000, TOP_K)
+    return [
+        [(p.ref.passage_id, int(p.sentences[0].content.rsplit(" ", 1)[1][:-1]), p.hasans) for p in per]
+        for per in ranked
+    ]
+
+
+def wait_ready(index: MilvusSentenceIndex) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < READY_WITHIN:
+        try:
+            index.count()
+            index.search(QUERIES[:1], 1)
+            return time.monotonic() - started
+        except MilvusUnavailableError:
+            time.sleep(0.5)
+    raise AssertionError(f"the restarted server did not serve within {READY_WITHIN} s")
+
+
+def stored_passages(index: MilvusSentenceIndex) -> dict:
+    rows = {}
+    for row in index.sentences():
+        rows.setdefault(position(row).passage_id, []).append(position(row))
+    return rows
+
+
+def assert_whole(stored: dict, index: MilvusSentenceIndex) -> dict:
+    """Every stored passage is one whole version; the collection holds exactly their sentences. Returns
+    {pid: (count, version)}."""
+    state = {}
+    for pid, where in stored.items():
+        assert sorted(w.index for w in where) == list(range(where[0].count)), f"{pid} is partial: {where}"
+        assert len({w.version for w in where}) == 1, f"{pid} mixes versions"
+        state[pid] = where[0].count
+    assert index.count() == sum(state.values())
+    return state
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = MilvusServer(tmp_path_factory.mktemp("milvus-faults")).start()
+    yield server
+    server.stop()
+
+
+def kill_and_expect_clear_errors(server: MilvusServer, index: MilvusSentenceIndex) -> None:
+    server.kill()
+    for call in (lambda: index.search(QUERIES, 10), lambda: index.write(*passage("down", 2, 0)), index.count):
+        started = time.monotonic()
+        with pytest.raises(MilvusUnavailableError, match="did not answer"):
+            call()
+        assert time.monotonic() - started < FAILS_WITHIN
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, seed):
+    rng = random.Random(seed)
+    index = MilvusSentenceIndex(server.uri, f"writes_{seed}", DIM, timeout=10)
+    acknowledged, failed, stop = {}, {}, threading.Event()
+
+    def writer():
+        for version in itertools.count():
+            pid, count = f"p{rng.randrange(12)}", rng.randint(1, 5)
+            try:
+                index.write(*passage(pid, count, version))
+            except MilvusUnavailableError:
+                failed[pid] = (count, version)
+                return
+            acknowledged[pid] = (count, version)
+            if stop.is_set():
+                return
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.5 + 2.5 * random.Random(seed + 100).random())  # the kill lands at a different write each seed
+    kill_and_expect_clear_errors(server, index)
+    stop.set()
+    thread.join(FAILS_WITHIN)
+    assert not thread.is_alive(), "the writer hung on a dead server"
+    assert acknowledged, "no write was acknowledged before the kill"
+    server.start()
+    wait_ready(index)  # the same index object reconnects
+    stored = stored_passages(index)
+    counts = assert_whole(stored, index)
+    for pid, (count, version) in acknowledged.items():  # the interrupted write may have replaced or removed one
+        allowed = [(count, version)] + ([failed[pid], None] if pid in failed else [])
+        found = (counts[pid], version_of(index, pid)) if pid in counts else None
+        assert found in allowed, f"{pid}: acknowledged {count, version}, stored {found}"
+    expected_state = {pid: (counts[pid], version_of(index, pid)) for pid in counts}
+    assert same(served(index), exact_answer(expected_state))
+
+
+def version_of(index: MilvusSentenceIndex, pid: str) -> int:
+    row = next(index.sentences(ids=[f"{pid}#0"]))
+    return int(row.content.rsplit(" ", 1)[1][:-1])
+
+
+def test_queries_to_a_killed_server_fail_clearly_and_answer_again_after_the_restart(server):
+    index = MilvusSentenceIndex(server.uri, "queries", DIM, timeout=10)
+    state = {f"q{i}": (1 + i % 4, 0) for i in range(10)}
+    for pid, (count, version) in state.items():
+        index.write(*passage(pid, count, version))
+    expected = exact_answer(state)
+    assert same(served(index), expected)
+    outcomes, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                outcomes.append(("answer", same(served(index), expected), time.monotonic() - started))
+            except MilvusUnavailableError:
+                outcomes.append(("error", True, time.monotonic() - started))
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    time.sleep(1.0)
+    server.kill()
+    time.sleep(3.0)
+    stop.set()
+    for thread in readers:
+        thread.join(FAILS_WITHIN)
+    assert not any(thread.is_alive() for thread in readers), "a reader hung on a dead server"
+    assert {kind for kind, _, _ in outcomes} == {"answer", "error"}
+    assert all(right for _, right, _ in outcomes), "a query answered wrong"
+    assert max(seconds for _, _, seconds in outcomes) < FAILS_WITHIN
+    server.start()
+    wait_ready(index)
+    assert same(served(index), expected)
+    assert assert_whole(stored_passages(index), index) == {pid: count for pid, (count, _) in state.items()}
+
+
+def test_soak_one_writer_three_readers_and_a_server_kill(server):
+    """One writer (new passages, re-writes shorter and longer, retried after the crash) and three readers for
+    ``SOAK_SECONDS``, the server killed in the middle and restarted: every answer equals the exact answer for a
+    state the store passed through (a passage being re-written may be absent meanwhile), or is a clear error."""
+    soak_seconds, rng = 40.0, random.Random(7)
+    index = MilvusSentenceIndex(server.uri, "soak", DIM, timeout=10)
+    states = [{}]  # states[k]: after k acknowledged writes
+    failures, answers, errors = [], [], []
+    stop = threading.Event()
+
+    def writer():
+        version = 0
+        while not stop.is_set():
+            pid, count = f"s{rng.randrange(15)}", rng.randint(1, 5)
+            while not stop.is_set():
+                try:
+                    index.write(*passage(pid, count, version))
+                    break
+                except MilvusUnavailableError:
+                    time.sleep(0.5)  # the server is down: write the same passage again once it is back
+            else:
+                return
+            states.append({**states[-1], pid: (count, version)})
+            version += 1
+            time.sleep(0.05)
+
+    def reader():
+        while not stop.is_set():
+            before, started = len(states) - 1, time.monotonic()
+            try:
+                got = served(index)
+            except MilvusUnavailableError:
+                errors.append(time.monotonic() - started)
+                time.sleep(0.2)
+                continue
+            after = len(states) - 1
+            answers.append((before, after, got, time.monotonic() - started))
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(soak_seconds / 3)
+    server.kill()
+    time.sleep(2.0)
+    server.start()
+    time.sleep(soak_seconds * 2 / 3)
+    stop.set()
+    for thread in threads:
+        thread.join(FAILS_WITHIN * 2)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    cache = {}
+    for before, after, got, _ in answers:
+        if not any(same(got, answer) for answer in window_answers(states, before, after + 1, cache)):
+            failures.append((before, after, got))
+    assert not failures, failures[:2]
+    assert errors and max(errors) < FAILS_WITHIN
+    assert len(states) > 20 and len(answers) > 50
+    final = {pid: count for pid, (count, _) in states[-1].items()}
+    assert assert_whole(stored_passages(index), index) == final
+    assert same(served(index), exact_answer(states[-1]))
+
+
+def window_answers(states, first, last, cache):
+    """Exact answers for the states first..last and for those states less any passage written in the window (a
+    passage being re-written is absent between its delete and its insert)."""
+    last = min(last, len(states) - 1)
+    written = sorted(
+        {pid for k in range(first + 1, last + 1) for pid in states[k] if states[k][pid] != states[k - 1].get(pid)}
+    )
+    for k in range(first, last + 1):
+        for size in range(len(written) + 1):
+            for absent in itertools.combinations(written, size):
+                key = (k, absent)
+                if key not in cache:
+                    cache[key] = exact_answer({p: v for p, v in states[k].items() if p not in absent})
+                yield cache[key]
+
+
+def test_timeout_bounds_every_call_to_a_hung_server(server):
+    """The server process stopped (SIGSTOP: it holds its connections and answers nothing): a search, a write and
+    a read each fail with MilvusUnavailableError within about the timeout (they waited until SIGCONT before), and
+    the same index answers again once the server is continued."""
+    MilvusSentenceIndex(server.uri, "hung", DIM, timeout=60).write(*passage("before", 2, 0))  # created and loaded
+    index = MilvusSentenceIndex(server.uri, "hung", DIM, timeout=2)
+    pid = server.server_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for call in (lambda: index.search(QUERIES, 10), lambda: index.write(*passage("during", 2, 0)), index.count):
+            started = time.monotonic()
+            with pytest.raises(MilvusUnavailableError, match="did not answer"):
+                call()
+            assert time.monotonic() - started < 8, "a call to a hung server outlived its timeout"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            assert index.count() >= 2
+            break
+        except MilvusUnavailableError:
+            assert time.monotonic() < deadline, "the index did not answer again after SIGCONT"
+            time.sleep(1)
+
+
+REST_YAML = """version: ignore
+components:
+  - name: Store
+    type: MilvusDocumentStore
+    params: {{uri: "{uri}", index: rest, embedding_dim: 32, timeout: 5, progress_bar: false}}
+  - name: Retriever
+    type: DCSRRetriever
+    params: {{document_store: Store, query_model: {model}, top_k: 3, progress_bar: false}}
+pipelines:
+  - name: search
+    nodes:
+      - {{name: Retriever, inputs: [Query]}}
+"""
+
+
+def rest_query(port: int, question: str):
+    """POST /query: (status, JSON body, Retry-After header, seconds taken)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/query",
+        data=json.dumps({"query": question}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read()), None, time.monotonic() - started
+    except urllib.error.HTTPError as error:
+        body = json.loads(error.read() or b"{}")
+        return error.code, body, error.headers.get("Retry-After"), time.monotonic() - started
+
+
+def test_the_rest_server_answers_503_while_milvus_is_down_or_hung_and_recovers_by_itself(server, tmp_path, tiny_bert):
+    """``python -m haystack_dcsr.serve`` over a Milvus store: the server killed with SIGKILL, then restarted on
+    the same port, then stopped with SIGSTOP and continued. While it is down or hung every query is a 503 with
+    ``Retry-After`` and the engine's message, within the store's timeout and a margin; once it is back the same
+    REST process answers the same again, without a restart."""
+    from corpus import CORPUS
+    from haystack.schema import Document
+    from rest_server import Server
+
+    from haystack_dcsr import SentencePreprocessor, load_pipeline
+
+    path = tmp_path / "search.yml"
+    path.write_text(REST_YAML.format(uri=server.uri, model=tiny_bert))
+    retriever = load_pipeline(path, pipeline_name="search").get_node("Retriever")
+    passages = [Document(content=text, meta={"title": title}) for title, text in CORPUS]
+    retriever.document_store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])
+    retriever.document_store.update_embeddings(retriever)
+    question = "When was the Eiffel Tower completed?"
+    rest = Server(path).start()
+    try:
+        status, answer, _, _ = rest_query(rest.port, question)
+        assert status == 200 and len(answer["documents"]) == 3
+
+        def outage_then_recovery(begin, end) -> None:
+            begin()
+            status, body, retry_after, seconds = rest_query(rest.port, question)
+            assert (status, retry_after) == (503, "5"), body
+            assert "Milvus at" in body["errors"][0] and "did not answer" in body["errors"][0]
+            assert seconds < FAILS_WITHIN
+            end()  # (a server stopped for longer than its sessions' TTL, 10 s here, may not come back whole)
+            deadline = time.monotonic() + READY_WITHIN
+            while time.monotonic() < deadline:
+                status, body, _, _ = rest_query(rest.port, question)
+                if status == 200:
+                    break
+                assert status == 503, body  # only "not yet" while the server comes back
+                time.sleep(1.0)
+            assert status == 200 and body["documents"] == answer["documents"]
+            assert rest.process.poll() is None  # the same REST process, never restarted
+
+        outage_then_recovery(server.kill, server.start)
+        pid = server.server_pid()
+        outage_then_recovery(lambda: os.kill(pid, signal.SIGSTOP), lambda: os.kill(pid, signal.SIGCONT))
+    finally:
+        rest.stop()
