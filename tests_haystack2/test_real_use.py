@@ -181,7 +181,7 @@ def test_deletes_through_the_store_never_serve_a_partial_or_wrong_passage(model)
 
 INDEX_YAML_CODE = """
 import sys
-sys.path[:0] = [sys.argv[4], sys.argv[4] + "/../tests"]  # this file, and tiny_models it imports
+sys.path[:0] = [sys.argv[4], sys.argv[4] + "/../tests/support"]  # this file, and tiny_models it imports
 from haystack import Pipeline
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from haystack_dcsr.haystack2 import DCSRRetriever

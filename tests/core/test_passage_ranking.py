@@ -161,3 +161,19 @@ def test_an_index_that_compares_by_distance_is_refused_by_name():
 
     with pytest.raises(ValueError, match="compares vectors by l2, but DCSR ranks by inner product"):
         rank_passages(ByDistance(needed=0), QUERIES, 0.5, top_n=14, top_k=2)
+
+
+def test_the_exact_index_holds_the_index_contract():
+    """The exact index holds the contract every engine is held to (``index_contract``); removing a passage is its
+    way of no longer serving one."""
+    from corpus import CORPUS
+    from index_contract import holds_the_contract
+    from tiny_models import MINILM
+
+    from haystack_dcsr.core.model.dcsr_model import DCSRModel
+
+    model = DCSRModel.from_pretrained(MINILM, use_gpu=False)
+    units = model.passage_units([text for _, text in CORPUS])
+    index = ExactSentenceIndex(model.encode_passages(units), [len(u) for u in units])
+    paris = [title for title, _ in CORPUS].index("Paris")
+    holds_the_contract(index, model, lambda: index.remove([paris]))

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODULE = Path(__file__).resolve().parents[2] / "haystack_dcsr" / "core" / "sparse_bm25.py"
+MODULE = Path(__file__).resolve().parents[2] / "haystack_dcsr" / "core" / "indexes" / "sparse_bm25.py"
 TIES_SCRIPT = f"""
 import importlib.util, json
 spec = importlib.util.spec_from_file_location("sparse_bm25", {str(MODULE)!r})

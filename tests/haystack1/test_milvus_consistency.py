@@ -90,7 +90,7 @@ def test_a_reader_does_not_wait_for_the_time_tick_and_sees_other_writers_within_
     query = np.eye(DIM, dtype=np.float32)[:1]
     # another process writes a passage (this one never writes to the collection)
     writer = (
-        "import sys, numpy as np; sys.path.insert(0, 'tests/support');"
+        "import sys, numpy as np; sys.path[:0] = ['tests/support', 'tests/haystack1'];"
         "from test_milvus_consistency import passage;"
         "from haystack_dcsr.core.indexes.milvus_index import MilvusSentenceIndex;"
         f"index = MilvusSentenceIndex({default_server.uri!r}, {name!r}, {DIM});"

@@ -126,10 +126,58 @@ def kill_and_expect_clear_errors(server: MilvusServer, index: MilvusSentenceInde
         assert time.monotonic() - started < FAILS_WITHIN
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, seed):
+def pause_in_write(index: MilvusSentenceIndex, point: str, write_number: int):
+    """Make the ``write_number``-th write of ``index`` stop at ``point`` and wait there (a hook on the index object):
+    at its start, after it deleted the stored versions' surplus rows, or after the server acknowledged its upsert.
+    Returns (reached, resume): ``reached`` is the progress marker that the write stands there now."""
+    reached, resume, calls = threading.Event(), threading.Event(), itertools.count(1)
+
+    def stop_here():
+        reached.set()
+        resume.wait(60)
+
+    if point == "before the write":
+        write = index.write
+
+        def paused_write(*args, **kwargs):
+            if next(calls) == write_number:
+                stop_here()
+            return write(*args, **kwargs)
+
+        index.write = paused_write
+    elif point == "surplus deleted":
+        delete_surplus = index._delete_surplus
+
+        def paused_delete(*args, **kwargs):
+            delete_surplus(*args, **kwargs)
+            if next(calls) == write_number:
+                stop_here()
+
+        index._delete_surplus = paused_delete
+    else:  # "rows upserted": the server acknowledged the rows, the write has not returned
+        request = index._request
+
+        def paused_request(what, *args, **kwargs):
+            answer = request(what, *args, **kwargs)
+            if what == "write sentences" and next(calls) == write_number:
+                stop_here()
+            return answer
+
+        index._request = paused_request
+    return reached, resume
+
+
+@pytest.mark.parametrize(
+    "point, write_number", [("before the write", 4), ("surplus deleted", 7), ("rows upserted", 10)]
+)
+def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, point, write_number):
+    """One writer re-writes random passages; the server is killed while a write stands at a chosen point (a hook on
+    the index leaves the progress marker and holds the write there until the kill landed). Every write the client
+    saw acknowledged is stored whole, the interrupted one is whole in its old or new version, or gone."""
+    seed = write_number
     rng = random.Random(seed)
     index = MilvusSentenceIndex(server.uri, f"writes_{seed}", DIM, timeout=10)
+    reached, resume = pause_in_write(index, point, write_number)
     acknowledged, failed, stop = {}, {}, threading.Event()
 
     def writer():
@@ -146,9 +194,11 @@ def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, se
 
     thread = threading.Thread(target=writer)
     thread.start()
-    time.sleep(0.5 + 2.5 * random.Random(seed + 100).random())  # the kill lands at a different write each seed
+    assert reached.wait(120), f"the writer never reached {point!r} of write {write_number}"
+    assert len(acknowledged) <= write_number - 1 and not failed  # the kill lands inside write number write_number
     kill_and_expect_clear_errors(server, index)
     stop.set()
+    resume.set()
     thread.join(FAILS_WITHIN)
     assert not thread.is_alive(), "the writer hung on a dead server"
     assert acknowledged, "no write was acknowledged before the kill"

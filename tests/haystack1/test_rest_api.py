@@ -2,6 +2,7 @@
 ``save_pipeline``, concurrent clients, malformed bodies, kill -9 and a restart from the same folder, and the
 delete route (off by default; when on, each deletion is saved before it is acknowledged)."""
 
+import contextlib
 import json
 import threading
 import time
@@ -166,10 +167,58 @@ def test_a_killed_server_restarts_from_its_folder_and_answers_the_same(folder, e
         server.stop()
 
 
-def test_an_acknowledged_delete_survives_kill_9_and_an_interrupted_one_leaves_a_loadable_folder(tmp_path, tiny_bert):
+# run in the server's process before it starts: at the point DCSR_KILL_POINT names, the next deletion leaves a progress
+# marker (a line in DCSR_KILL_MARKER) and waits there to be killed
+KILL_HOOK = """
+import os, time
+from haystack_dcsr.haystack1 import pipelines
+
+point, marker = os.environ["DCSR_KILL_POINT"], os.environ["DCSR_KILL_MARKER"]
+
+
+def reached(where):
+    if where == point:
+        with open(marker, "a") as out:
+            out.write(where + "\\n")
+        time.sleep(600)
+
+
+save = pipelines.save_pipeline
+
+
+def save_pipeline(*args, **kwargs):
+    reached("deleted, not saved")
+    saved = save(*args, **kwargs)
+    reached("saved, not answered")
+    return saved
+
+
+replace = os.replace
+
+
+def hooked_replace(source, target, *args, **kwargs):
+    name = os.path.basename(str(target))
+    if name.endswith(".yml"):
+        reached("before the YAML")
+    replace(source, target, *args, **kwargs)
+    if name.endswith(".faiss"):
+        reached("index file renamed")
+
+
+pipelines.save_pipeline, os.replace = save_pipeline, hooked_replace
+"""
+# where a kill lands while the server deletes "Berlin", and whether the restarted server still serves it
+KILL_POINTS = [
+    ("deleted, not saved", True),
+    ("index file renamed", True),  # the new generation half-written
+    ("before the YAML", True),  # every file of the new generation in place, the YAML not yet
+    ("saved, not answered", False),  # the client got no answer, but the deletion was saved
+]
+
+
+def test_an_acknowledged_delete_survives_kill_9(tmp_path, tiny_bert):
     """With --allow-writes each deletion is saved (crash-safe) before the route answers: killed right after, the
-    restart serves the deletion; killed during the next one, the folder loads with that passage either whole
-    or gone, and the answers equal a pipeline loaded in-process from the same folder."""
+    restart serves the deletion, as a pipeline loaded in-process from the same folder does."""
     path = saved_folder(tmp_path / "site", tiny_bert)
     server = Server(path, "--allow-writes").start()
     try:
@@ -180,18 +229,49 @@ def test_an_acknowledged_delete_survives_kill_9_and_an_interrupted_one_leaves_a_
         served = {q: ranked(server.post("/query", {"query": q})[1]["documents"]) for q, _ in QUESTIONS}
         assert "Paris" not in {title for answer in served.values() for title, _ in answer}
         assert served == answers_in_process(path)
-        kill = threading.Timer(0.05, server.kill)
-        kill.start()
-        try:
-            server.post("/documents/delete_by_filters", {"filters": {"title": ["Berlin"]}})
-        except OSError:
-            pass
-        kill.join()
-        server.process.wait(timeout=30)
-        server.start()
+    finally:
+        server.stop()
+
+
+def delete_berlin(server):
+    """Ask the server to delete "Berlin"; the connection dies with the server killed meanwhile."""
+    with contextlib.suppress(OSError):
+        server.post("/documents/delete_by_filters", {"filters": {"title": ["Berlin"]}})
+
+
+def test_a_delete_killed_at_each_point_of_its_save_leaves_the_folder_as_before_or_after(tmp_path, tiny_bert):
+    """The server is killed with SIGKILL while it deletes "Berlin", at each point in turn (a progress marker the
+    server's process leaves confirms where the kill landed): after the deletion and before the save, with the new
+    generation's index file renamed into place, with every file but the YAML in place, and after the save before
+    the answer. Each restart serves the folder as a pipeline loaded in-process does: Berlin whole until the YAML
+    names the new generation, gone after."""
+    path = saved_folder(tmp_path / "site", tiny_bert)
+    marker = tmp_path / "marker"
+    server = Server(path, "--allow-writes")
+
+    def serves_the_folder(berlin_served: bool, point: str) -> None:
         served = {q: ranked(server.post("/query", {"query": q})[1]["documents"]) for q, _ in QUESTIONS}
         titles = {title for answer in served.values() for title, _ in answer}
-        assert "Paris" not in titles and {"Banana", "Jupiter", "Penicillin"} <= titles
-        assert served == answers_in_process(path)
+        assert ("Berlin" in titles) == berlin_served, point
+        assert served == answers_in_process(path), point
+
+    try:
+        landed = None  # (point, whether Berlin is served after a kill there) of the previous round
+        for point, berlin_served in KILL_POINTS:
+            server.start(hook=KILL_HOOK, env={"DCSR_KILL_POINT": point, "DCSR_KILL_MARKER": str(marker)})
+            if landed:  # the restart after the previous kill, checked before this round's delete
+                serves_the_folder(landed[1], landed[0])
+            asking = threading.Thread(target=delete_berlin, args=(server,))
+            asking.start()
+            deadline = time.monotonic() + 60
+            while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            server.kill()
+            asking.join(timeout=60)
+            assert marker.read_text() == f"{point}\n", point  # the kill landed where the marker says
+            marker.unlink()
+            landed = (point, berlin_served)
+        server.start()
+        serves_the_folder(landed[1], landed[0])
     finally:
         server.stop()

@@ -60,16 +60,21 @@ def ranked(documents):
 
 
 class Server:
-    """``python -m haystack_dcsr.serve`` as a child process on a free loopback port."""
+    """``python -m haystack_dcsr.serve`` as a child process on a free loopback port. ``hook``: Python run in the
+    child before the server (a fault test's probe: it may patch a function to leave a progress marker and wait
+    there to be killed), with ``env`` added to the child's environment."""
 
     def __init__(self, path: Path, *flags: str, python: str = sys.executable, cwd: Path = ROOT):
         self.path, self.flags, self.process, self.python, self.cwd = path, flags, None, python, cwd
 
-    def start(self, timeout: float = 120) -> "Server":
+    def start(self, timeout: float = 120, hook: str = "", env: dict = {}) -> "Server":
         self.port = free_port()
-        command = [self.python, "-m", "haystack_dcsr.serve", "--pipeline", str(self.path)]
+        serve = ["-m", "haystack_dcsr.serve"]
+        if hook:
+            serve = ["-c", f"{hook}\nimport runpy\nrunpy.run_module('haystack_dcsr.serve', run_name='__main__')"]
+        command = [self.python, *serve, "--pipeline", str(self.path)]
         command += ["--query-pipeline", "search", "--port", str(self.port), *self.flags]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False", **env}
         self.process = subprocess.Popen(
             command, cwd=self.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )

@@ -28,6 +28,7 @@ from haystack_dcsr.haystack1.engine.passage_deletion import (
     removes_vectors,
     trim_orphan_vectors,
 )
+from haystack_dcsr.haystack1.engine.sentence_docs import SPLITTER
 from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents, is_sql_store, stale_sentence_ids
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def write_and_prune(document_store, write, documents, index: Optional[str] = Non
     for doc in documents:
         info = getattr(doc, "meta", None) and doc.meta.get(META)
         if isinstance(info, dict):
-            where = position(doc)
+            where = position(doc, SPLITTER)
             written[where.passage_id] = max(written.get(where.passage_id, 0), where.index + 1)
     if not written:
         return write(documents, index, *args, **kwargs)
