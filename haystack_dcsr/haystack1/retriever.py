@@ -1,6 +1,7 @@
 """DCSRRetriever: sentence vectors in, passages ranked by HasAns out."""
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -26,7 +27,9 @@ from haystack_dcsr.core.ranking.parameters import (
 from haystack_dcsr.core.ranking.passage_ranking import rank_passages
 from haystack_dcsr.haystack1.engine.passage_deletion import passages_matching
 from haystack_dcsr.haystack1.engine.passage_embedding import PassageEmbedder
+from haystack_dcsr.haystack1.engine.saved_store import save_faiss_store
 from haystack_dcsr.haystack1.engine.sentence_engine import SentenceEngine, attach
+from haystack_dcsr.haystack1.engine.sentence_map import map_path
 from haystack_dcsr.haystack1.engine.sentence_ranking import mark_answers, passage_document
 from haystack_dcsr.haystack1.engine.sentence_search import check_store_dimension, check_store_similarity
 from haystack_dcsr.haystack1.query_encoder import QueryEncoder
@@ -281,12 +284,19 @@ class DCSRRetriever(DenseRetriever):
         index: Optional[str] = None,
         document_store: Optional[BaseDocumentStore] = None,
     ) -> Path:
-        """Save the FAISS vector map beside ``index_path`` (call it right after
-        ``store.save(index_path)``). A store later loaded with ``FAISSDocumentStore.load(index_path)``
-        then answers its first query without reading every sentence row from SQL; the map is
-        checked against the index and SQL first and ignored if it does not match.
-        """
-        return self.engine.save_map(self._store(document_store, "save_index_map()"), index, index_path)
+        """Deprecated: ``store.save`` then ``save_index_map`` is not crash-safe (Haystack rewrites the index file in
+        place) and checks nothing at load. This saves the whole set with ``save_faiss_store`` instead (the index,
+        its config, a copy of a SQLite database and the vector map, each atomically, with checksums): load it with
+        ``load_faiss_store(index_path)`` or through ``load_pipeline``. Returns the vector map's path."""
+        warnings.warn(
+            "save_index_map is deprecated: save with save_faiss_store(store, index_path) (or save_pipeline), which "
+            "this now calls, and load with load_faiss_store(index_path)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        store = self._store(document_store, "save_index_map()")
+        search = self.engine.search_for(store, index)
+        return map_path(save_faiss_store(store, index_path, index, search=search))
 
     def train_index(
         self,

@@ -9,7 +9,7 @@ from haystack.schema import Document
 from test_store_consistency import TEXTS, everything, make_store, ranked, write
 
 import haystack_dcsr.haystack1.engine.sentence_search as sentence_search
-from haystack_dcsr import DCSRRetriever
+from haystack_dcsr import DCSRRetriever, load_faiss_store, save_faiss_store
 from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError
 
 
@@ -47,11 +47,12 @@ def test_a_saved_map_replaces_the_full_scan_after_load_and_grows_incrementally(t
     store.update_embeddings(retriever)
     expected = ranked(retriever, store, "Fleming")
     path = tmp_path / "index.faiss"
-    store.save(str(path))
-    saved = retriever.save_index_map(path)
+    with pytest.warns(DeprecationWarning, match="save_index_map is deprecated: save with save_faiss_store"):
+        saved = retriever.save_index_map(path)  # the old store.save + save_index_map: the whole set, crash-safe
     assert saved.name == "index.faiss.dcsr-map.npz" and saved.is_file()
+    assert {p.name for p in tmp_path.glob("index.*")} >= {"index.faiss", "index.json", "index.db", "index.faiss.sha256"}
     scans.clear()
-    loaded = FAISSDocumentStore.load(str(path))
+    loaded = load_faiss_store(path)
     fresh = make_retriever(tiny_bert, loaded)
     assert ranked(fresh, loaded, "Fleming") == expected
     assert None not in scans  # no full scan: the saved map was used
@@ -75,11 +76,10 @@ def other_index_with_first_map(tmp_path, tiny_bert, corpus, text=lambda t: t):
     renamed = [Document(text(d.content), id=f"v2-{d.id}", meta=d.meta) for d in corpus]
     write(other, renamed)  # as many vectors, other sentences behind each vector id
     other.update_embeddings(make_retriever(tiny_bert, other))
-    other.save(str(tmp_path / "other.faiss"))
-    first.save(str(tmp_path / "first.faiss"))
-    retriever.save_index_map(tmp_path / "first.faiss")
-    (tmp_path / "first.faiss.dcsr-map.npz").rename(tmp_path / "other.faiss.dcsr-map.npz")
-    return other, renamed, FAISSDocumentStore.load(str(tmp_path / "other.faiss"))
+    save_faiss_store(other, tmp_path / "other" / "index.faiss")
+    save_faiss_store(first, tmp_path / "first" / "index.faiss")
+    (tmp_path / "first" / "index.faiss.dcsr-map.npz").replace(tmp_path / "other" / "index.faiss.dcsr-map.npz")
+    return other, renamed, load_faiss_store(tmp_path / "other" / "index.faiss")
 
 
 def test_a_map_that_does_not_describe_the_index_is_ignored(tmp_path, tiny_bert, corpus, scans, caplog):
@@ -149,9 +149,8 @@ def test_counts_agree_after_add_delete_save_and_load(tmp_path, tiny_bert, corpus
     write(store, [Document(TEXTS["x3"], id="z")])
     store.update_embeddings(retriever, update_existing_embeddings=False)
     agree(store, retriever)
-    store.save(str(tmp_path / "i.faiss"))
-    retriever.save_index_map(tmp_path / "i.faiss")
-    loaded = FAISSDocumentStore.load(str(tmp_path / "i.faiss"))
+    save_faiss_store(store, tmp_path / "i.faiss", search=retriever.engine.search_for(store))  # the retriever's map
+    loaded = load_faiss_store(tmp_path / "i.faiss")
     reloaded = make_retriever(tiny_bert, loaded)
     agree(loaded, reloaded)
     assert np.array_equal(the_map(reloaded, loaded).vector_passage, the_map(retriever, store).vector_passage)

@@ -31,7 +31,7 @@ from haystack_dcsr.core.storage.atomic_files import atomic_write_bytes, atomic_w
 from haystack_dcsr.core.storage.checksums import verify_checksums, write_checksums
 from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
-from haystack_dcsr.haystack1.engine.sentence_map import IndexOutOfSyncError, SentenceMap, map_path
+from haystack_dcsr.haystack1.engine.sentence_map import map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
 from haystack_dcsr.haystack1.engine.working_copies import is_working_copy, open_working_copy, release_with
 
@@ -130,7 +130,6 @@ def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, 
     missing, cut-short or altered file is an error that says what to do, not FAISS's."""
     index_path = saved_file(index_path, base)
     config_file = saved_file(config_path(index_path), base)
-    check_index_file(index_path)
     verify_checksums(index_path.parent, listing=checksum_listing(index_path))
     config = json.loads(config_file.read_text())
     resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
@@ -162,25 +161,6 @@ def discard_temporary_config(params: Dict[str, Any]) -> None:
     config = params.get("faiss_config_path")
     if config and Path(config).name.startswith(TEMPORARY_CONFIG_PREFIX):
         Path(config).unlink(missing_ok=True)
-
-
-def check_index_file(index_path: Path) -> None:
-    """Refuse an index file whose size is not the one its map recorded (a save cut short)."""
-    path = map_path(index_path)
-    if not path.is_file():
-        return
-    try:
-        saved = SentenceMap.load(path)
-    except ValueError:
-        return  # the retriever ignores an unreadable map (and says so)
-    expected = saved.fingerprint.faiss_bytes if saved.fingerprint else 0
-    size = index_path.stat().st_size
-    if expected and size != expected:
-        raise IndexOutOfSyncError(
-            f"{index_path} holds {size} bytes but was saved with {expected}: the file was cut short or replaced "
-            "(an interrupted save by another tool, e.g. store.save). Restore it from the save it belongs to, or "
-            "rebuild the vectors with store.update_embeddings(retriever) and save again with save_pipeline."
-        )
 
 
 def load_faiss_store(index_path: PathLike):

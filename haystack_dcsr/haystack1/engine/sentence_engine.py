@@ -6,15 +6,13 @@ it read, saving the vector map, deleting passages.
 """
 
 import threading
-from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional
 
 from haystack.document_stores.base import BaseDocumentStore
 
 from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
 from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
-from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX
 from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
 from haystack_dcsr.haystack1.engine.sql_rows import refuse_server_database
 
@@ -51,14 +49,6 @@ class SentenceEngine:
         with self._lock:
             for search in self._searches.values():
                 search.invalidate()
-
-    def save_map(self, store: BaseDocumentStore, index: Optional[str], index_path: Union[str, Path]) -> Path:
-        search = self.search_for(store, index)
-        if not isinstance(search, FaissSentenceSearch):
-            raise ValueError("save_index_map needs a FAISSDocumentStore (other stores keep no vector map)")
-        path = Path(f"{index_path}{MAP_SUFFIX}")
-        search.save_map(path)
-        return path
 
     def delete_passages(self, store: BaseDocumentStore, index: Optional[str], passage_ids: List[str]) -> int:
         """Every sentence Document of each passage, under the store's write guard; an index already out of

@@ -41,7 +41,6 @@ from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sy
 from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
     fetch_documents,
-    store_lock,
     vector_columns,
     vector_ids_matching,
     vector_rows,
@@ -220,15 +219,6 @@ class FaissSentenceSearch(SentenceSearch):
             return None
         logger.info("Loaded the vector map %s (%d vectors)", path, saved.ntotal)
         return saved
-
-    def save_map(self, path) -> None:
-        """The current map with its fingerprint (of the index as it is in memory now)."""
-        from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
-
-        with store_lock(self.document_store):
-            snapshot = self.current_map()
-            fingerprint = fingerprint_of(self.document_store, self.index, snapshot)
-        snapshot.save(path, fingerprint)
 
     def _fresh(self, snapshot: SentenceMap) -> bool:
         faiss_index = self.faiss_index
