@@ -359,19 +359,6 @@ def test_timeout_bounds_every_call_to_a_hung_server(server):
             time.sleep(1)
 
 
-REST_YAML = """version: ignore
-components:
-  - name: Store
-    type: MilvusDocumentStore
-    params: {{uri: "{uri}", index: rest, embedding_dim: 32, timeout: 5, progress_bar: false}}
-  - name: Retriever
-    type: DCSRRetriever
-    params: {{document_store: Store, query_model: {model}, top_k: 3, progress_bar: false}}
-pipelines:
-  - name: search
-    nodes:
-      - {{name: Retriever, inputs: [Query]}}
-"""
 
 
 def rest_query(port: int, question: str):
@@ -401,12 +388,13 @@ def test_the_rest_server_answers_503_while_milvus_is_down_or_hung_and_recovers_b
     REST process answers the same again, without a restart."""
     from corpus import CORPUS
     from haystack.schema import Document
-    from rest_server import Server
+    from rest_server import Server, search_yaml
 
     from haystack_dcsr import SentencePreprocessor, load_pipeline
 
     path = tmp_path / "search.yml"
-    path.write_text(REST_YAML.format(uri=server.uri, model=tiny_bert))
+    milvus = f'{{uri: "{server.uri}", index: rest, embedding_dim: 32, timeout: 5, progress_bar: false}}'
+    path.write_text(search_yaml("MilvusDocumentStore", milvus, tiny_bert))
     retriever = load_pipeline(path, pipeline_name="search").get_node("Retriever")
     passages = [Document(content=text, meta={"title": title}) for title, text in CORPUS]
     retriever.document_store.write_documents(SentencePreprocessor(progress_bar=False).process(passages)["documents"])

@@ -15,11 +15,14 @@ from corpus import CORPUS, QUESTIONS
 from milvus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-YAML = """version: ignore
+def search_yaml(store_type: str, store_params: str, model: str) -> str:
+    """A pipeline ``search``: a DCSRRetriever (``model``, top 3) over the store ``Store`` of ``store_type``, whose
+    params are the YAML flow mapping ``store_params``."""
+    return f"""version: ignore
 components:
   - name: Store
-    type: FAISSDocumentStore
-    params: {{sql_url: "sqlite:///{db}", embedding_dim: 32, faiss_index_factory_str: Flat, similarity: dot_product}}
+    type: {store_type}
+    params: {store_params}
   - name: Retriever
     type: DCSRRetriever
     params: {{document_store: Store, query_model: {model}, top_k: 3, progress_bar: false}}
@@ -37,7 +40,8 @@ def saved_folder(folder: Path, model: str) -> Path:
     from haystack_dcsr import SentencePreprocessor, load_pipeline, save_pipeline
 
     folder.mkdir(parents=True)
-    (folder / "build.yml").write_text(YAML.format(db=folder / "build.db", model=model))
+    faiss = f'{{sql_url: "sqlite:///{folder / "build.db"}", embedding_dim: 32, faiss_index_factory_str: Flat}}'
+    (folder / "build.yml").write_text(search_yaml("FAISSDocumentStore", faiss, model))
     pipeline = load_pipeline(folder / "build.yml", pipeline_name="search")
     passages = [
         Document(content=text, meta={"title": title, "year": 1900 + i}) for i, (title, text) in enumerate(CORPUS)
