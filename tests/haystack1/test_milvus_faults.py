@@ -259,7 +259,7 @@ def test_soak_one_writer_three_readers_and_a_server_kill(server):
     """One writer (new passages, re-writes shorter and longer, retried after the crash) and three readers for
     ``SOAK_SECONDS``, the server killed in the middle and restarted: every answer equals the exact answer for a
     state the store passed through (a passage being re-written may be absent meanwhile), or is a clear error."""
-    soak_seconds, rng = 40.0, random.Random(7)
+    soak_seconds, rng = 30.0, random.Random(7)
     index = MilvusSentenceIndex(server.uri, "soak", DIM, timeout=10)
     states = [{}]  # states[k]: after k acknowledged writes
     failures, answers, errors = [], [], []
