@@ -273,9 +273,9 @@ class DCSRRetriever(DenseRetriever):
     # ---- maintenance ----------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Forget what this retriever read from its stores (vector maps, cached passages). It notices
-        its own writes and Haystack's, and checks results against the store; call this after
-        another process rebuilt the index in place."""
+        """Forget what this retriever read from its stores (vector maps, cached passages). It notices its
+        own writes and every write through the store that re-assigns vector ids; call this after changing the FAISS
+        index by hand (``store.faiss_indexes``)."""
         self.engine.refresh()
 
     def save_index_map(

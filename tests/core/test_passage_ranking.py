@@ -10,8 +10,6 @@ from haystack_dcsr.core.indexes.exact_index import ExactSentenceIndex
 from haystack_dcsr.core.ranking.hasans import hasans_scores
 from haystack_dcsr.core.ranking.passage_ranking import (
     GuardedIndex,
-    IndexChangedError,
-    RowMappedIndex,
     SentenceHits,
     rank_passages,
     same_filter_groups,
@@ -55,14 +53,13 @@ def test_the_support_probabilities_are_the_softmax_of_the_kept_hits():
     assert total == pytest.approx(1.0)  # top_n covers every row, so the kept hits are all supports
 
 
-class Flaky:
-    """The exact index, confirming its hits only after ``refresh`` has been called ``needed`` times."""
+class Recording:
+    """The exact index, recording each search (how many queries, which filter)."""
 
     similarity = "dot_product"
 
-    def __init__(self, needed):
-        self.exact = ExactSentenceIndex(VECTORS, COUNTS)
-        self.needed, self.refreshes, self.searches = needed, 0, []
+    def __init__(self):
+        self.exact, self.searches = ExactSentenceIndex(VECTORS, COUNTS), []
 
     def search(self, query_vectors, top_n, filters):
         self.searches.append((len(query_vectors), filters))
@@ -71,24 +68,9 @@ class Flaky:
     def read(self, passages, known):
         return self.exact.read(passages, known)
 
-    def confirm(self, ranked, hits):
-        return self.refreshes >= self.needed
-
-    def refresh(self):
-        self.refreshes += 1
-
-
-def test_hits_that_no_longer_hold_are_searched_again_once_then_refused():
-    once = Flaky(needed=1)
-    ranked = rank_passages(once, QUERIES, 0.5, top_n=14, top_k=2)
-    assert once.refreshes == 1 and len(once.searches) == 2
-    assert [p.ref for p in ranked[0]] == expected(QUERIES[0], top_k=2)[0]
-    with pytest.raises(IndexChangedError, match="changed while this query ran"):
-        rank_passages(Flaky(needed=5), QUERIES, 0.5, top_n=14, top_k=2)
-
 
 def test_queries_with_equal_filters_are_searched_together_and_keep_their_own_hits():
-    index = Flaky(needed=0)
+    index = Recording()
     filters = [{"a": 1}, None, {"a": 1}]
     ranked = rank_passages(index, QUERIES, 0.5, top_n=14, top_k=3, filters=filters)
     assert index.searches == [(2, {"a": 1}), (1, None)]
@@ -113,10 +95,8 @@ def test_an_empty_search_ranks_nothing_and_the_exact_index_refuses_filters():
         rank_passages(ExactSentenceIndex(VECTORS, COUNTS), QUERIES, 0.5, 10, 3, filters=[{"a": 1}] * 3)
 
 
-def test_the_driver_detects_optional_capabilities_instead_of_calling_no_ops():
-    exact = ExactSentenceIndex(VECTORS, COUNTS)
-    assert not isinstance(exact, GuardedIndex) and not isinstance(exact, RowMappedIndex)
-    assert isinstance(Flaky(needed=0), RowMappedIndex)
+def test_the_driver_detects_its_optional_capability_instead_of_calling_a_no_op():
+    assert not isinstance(ExactSentenceIndex(VECTORS, COUNTS), GuardedIndex) and isinstance(Guarded(), GuardedIndex)
 
 
 class Guarded:
@@ -156,11 +136,11 @@ def test_the_driver_holds_the_read_guard_across_each_batch_of_queries():
 
 
 def test_an_index_that_compares_by_distance_is_refused_by_name():
-    class ByDistance(Flaky):
+    class ByDistance(Recording):
         similarity = "l2"
 
     with pytest.raises(ValueError, match="compares vectors by l2, but DCSR ranks by inner product"):
-        rank_passages(ByDistance(needed=0), QUERIES, 0.5, top_n=14, top_k=2)
+        rank_passages(ByDistance(), QUERIES, 0.5, top_n=14, top_k=2)
 
 
 def test_the_exact_index_holds_the_index_contract():

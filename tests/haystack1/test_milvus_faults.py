@@ -359,8 +359,6 @@ def test_timeout_bounds_every_call_to_a_hung_server(server):
             time.sleep(1)
 
 
-
-
 def rest_query(port: int, question: str):
     """POST /query: (status, JSON body, Retry-After header, seconds taken)."""
     import json

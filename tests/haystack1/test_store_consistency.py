@@ -255,6 +255,20 @@ def test_an_index_rebuilt_by_another_retriever_is_noticed(tmp_path, tiny_bert, c
     assert set(everything(serving, store)) == {d.id for d in renamed}
 
 
+def test_a_passage_re_written_through_the_store_is_served_as_it_reads_by_every_retriever(tmp_path, tiny_bert, corpus):
+    """A passage re-written (more sentences) keeps its old vector ids until it is re-embedded: the write tells every
+    retriever's map of the store (``passage_writes.vector_ids_changed``), so one that did not write serves the
+    passage as it now reads, not its old version's vector ids pointing at rows of the new one (left out before)."""
+    store = make_store("faiss-flat", tmp_path)
+    serving, writer = make_retriever(tiny_bert, store), make_retriever(tiny_bert, store)
+    write(store, corpus)
+    store.update_embeddings(writer)
+    assert set(everything(serving, store)) == {d.id for d in corpus}  # serving's map built
+    changed = Document(corpus[1].content + " A new last sentence is here.", id=corpus[1].id, meta=corpus[1].meta)
+    writer.document_store.write_documents(PRE.process([changed])["documents"], duplicate_documents="overwrite")
+    assert everything(serving, store)[changed.id] == changed.content
+
+
 # ---- property test -------------------------------------------------------------------------------
 
 VERSIONS = [

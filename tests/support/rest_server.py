@@ -15,6 +15,8 @@ from corpus import CORPUS, QUESTIONS
 from milvus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 def search_yaml(store_type: str, store_params: str, model: str) -> str:
     """A pipeline ``search``: a DCSRRetriever (``model``, top 3) over the store ``Store`` of ``store_type``, whose
     params are the YAML flow mapping ``store_params``."""

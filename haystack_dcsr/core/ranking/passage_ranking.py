@@ -5,10 +5,9 @@ Every engine DCSR runs on (the exact index, FAISS + SQL under Haystack 1.x, the 
 pgvector) is a ``SentenceIndex``: it says how it compares vectors (``similarity``), ``search`` returns each
 query's sentence hits with scores, passage keys and sentence positions, and ``read`` returns the current
 sentences of passage versions, or None for a version it can no longer serve (deleted, re-written since it was
-indexed, half-written). Two capabilities are optional, detected, never no-ops: ``reading`` (an index over a store
+indexed, half-written). One capability is optional, detected, never a no-op: ``reading`` (an index over a store
 that this process writes to: the driver holds its read side across each batch's search and reads, so a batch is
-answered for one state) and ``confirm``/``refresh`` (an index that maps its own row ids to sentences, which can
-go out of date under a query). ``rank_passages`` owns the loop around the one ranking rule
+answered for one state). ``rank_passages`` owns the loop around the one ranking rule
 (``hasans.rank_hits``): rank, read the best passages, leave out those that cannot be served and rank again
 without their sentences, until every passage returned is whole and current. Adapters only encode queries, call
 the driver and wrap ``RankedPassage`` in their framework's Document (``passage_parts`` gives the text, meta and
@@ -115,19 +114,6 @@ class GuardedIndex(Protocol):
         """The read side of the store's guard: no write call runs while it is held."""
 
 
-@runtime_checkable
-class RowMappedIndex(Protocol):
-    """An index that maps its own row ids to sentences (FAISS under Haystack 1.x): that map can go out of date
-    under a query, so the driver has the index confirm the hits behind what it returns."""
-
-    def confirm(self, ranked: "List[List[RankedPassage]]", hits: Sequence[SentenceHits]) -> bool:
-        """Do the returned passages' supporting hits still belong to their sentences? False: the driver calls
-        ``refresh`` and runs the batch once more."""
-
-    def refresh(self) -> None:
-        """Forget the row map and what was read with it."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Support:
     """One retrieved sentence behind a passage."""
@@ -146,10 +132,6 @@ class RankedPassage(Generic[Sentences]):
     sentences: Sentences
     hasans: float
     support: List[Support]
-
-
-class IndexChangedError(ValueError):
-    """The index changed under a query twice in a row: it cannot be answered for any one state."""
 
 
 def rank_passages(
@@ -188,19 +170,11 @@ def rank_passages(
 
 
 def _rank_batch(index, query_vectors, temperature, top_n, top_k, filters):
-    for _attempt in (1, 2):
-        hits: List[SentenceHits] = [SentenceHits.empty()] * len(query_vectors)
-        for group in same_filter_groups(filters):
-            for row, found in zip(group, index.search(query_vectors[group], top_n, filters[group[0]])):
-                hits[row] = found
-        ranked, kept = _rank_served(index, hits, temperature, top_k)
-        if not isinstance(index, RowMappedIndex) or index.confirm(ranked, kept):
-            return ranked
-        index.refresh()
-    raise IndexChangedError(
-        "The index changed while this query ran (its rows moved again after they were re-read): retry, and "
-        "avoid rebuilding the index while it serves queries"
-    )
+    hits: List[SentenceHits] = [SentenceHits.empty()] * len(query_vectors)
+    for group in same_filter_groups(filters):
+        for row, found in zip(group, index.search(query_vectors[group], top_n, filters[group[0]])):
+            hits[row] = found
+    return _rank_served(index, hits, temperature, top_k)[0]
 
 
 def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature: float, top_k: int):

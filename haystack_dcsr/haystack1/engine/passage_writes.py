@@ -15,10 +15,16 @@ SQL (the index is reset right after, so no vector id is left pointing at the wro
 Both wrapped methods first remove FAISS vectors that an interrupted write left past the last id SQL names
 (``passage_deletion.trim_orphan_vectors``), so re-running a write that failed halfway (a full disk, an exception)
 completes the store with rows and vectors agreeing.
+
+The searches that map this store's vector ids (every retriever's, ``watch``) are told when a write through the
+store changes what a vector id stands for: a full ``update_embeddings`` (the index is reset), a delete (FAISS
+renumbers), a passage re-written under its old vector ids. A FAISS store is written by one process, so these are
+all the ways its ids change; new vectors at the end only extend the maps.
 """
 
 import functools
 import logging
+import weakref
 from typing import Dict, List, Optional
 
 from haystack_dcsr.core.text.sentence_units import META, head_id, position, sentence_id
@@ -34,6 +40,24 @@ from haystack_dcsr.haystack1.engine.sql_rows import fetch_documents, is_sql_stor
 logger = logging.getLogger(__name__)
 
 _ATTRIBUTE = "_dcsr_keeps_passages_whole"
+_WATCHERS = "_dcsr_vector_maps"
+DELETES = ("delete_documents", "delete_all_documents", "delete_index")
+
+
+def watch(document_store, search) -> None:
+    """Tell ``search`` (its ``invalidate``) whenever a write through ``document_store`` renumbers or re-assigns
+    vector ids."""
+    watchers = getattr(document_store, _WATCHERS, None)
+    if watchers is None:
+        watchers = weakref.WeakSet()
+        setattr(document_store, _WATCHERS, watchers)
+    watchers.add(search)
+
+
+def vector_ids_changed(document_store) -> None:
+    """Every search watching ``document_store`` rebuilds its map before its next query."""
+    for search in list(getattr(document_store, _WATCHERS, ())):
+        search.invalidate()
 
 
 def keep_passages_whole(document_store, store_guard) -> None:
@@ -57,11 +81,30 @@ def keep_passages_whole(document_store, store_guard) -> None:
                 trim_orphan_vectors(document_store, index)
                 if update_existing_embeddings and not kw.get("filters"):  # Haystack resets the index first
                     delete_rows_only(document_store, stale_sentence_ids(document_store, index or document_store.index))
+                    vector_ids_changed(document_store)
                 return update(retriever, index, update_existing_embeddings, **kw)
 
         document_store.update_embeddings = update_embeddings
+    for name in DELETES:
+        if getattr(document_store, name, None) is not None:
+            delete = getattr(document_store, name)
+            setattr(document_store, name, _telling_watchers(document_store, store_guard, delete))
     document_store.write_documents = write_documents
     setattr(document_store, _ATTRIBUTE, True)
+
+
+def _telling_watchers(document_store, store_guard, delete):
+    """``delete`` that tells the watching searches, in the same write (no query runs in between)."""
+
+    @functools.wraps(delete)
+    def deleting(*args, **kwargs):
+        with store_guard.writing():
+            try:
+                return delete(*args, **kwargs)
+            finally:
+                vector_ids_changed(document_store)
+
+    return deleting
 
 
 def write_and_prune(document_store, write, documents, index: Optional[str] = None, *args, **kwargs):
@@ -76,6 +119,8 @@ def write_and_prune(document_store, write, documents, index: Optional[str] = Non
         return write(documents, index, *args, **kwargs)
     before = _sentence_counts(document_store, list(written), index)
     result = write(documents, index, *args, **kwargs)
+    if before:  # passages re-written: their rows now name other versions under the same vector ids
+        vector_ids_changed(document_store)
     after = _sentence_counts(document_store, list(written), index)
     candidates: List[str] = [
         sentence_id(pid, k) for pid, count in after.items() for k in range(count, max(before.get(pid, 0), written[pid]))

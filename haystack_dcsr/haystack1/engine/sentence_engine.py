@@ -12,7 +12,7 @@ from haystack.document_stores.base import BaseDocumentStore
 
 from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.haystack1.engine.passage_deletion import delete_passages
-from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole
+from haystack_dcsr.haystack1.engine.passage_writes import keep_passages_whole, vector_ids_changed
 from haystack_dcsr.haystack1.engine.sentence_search import FaissSentenceSearch, SentenceSearch, sentence_search_for
 from haystack_dcsr.haystack1.engine.sql_rows import refuse_server_database
 
@@ -45,7 +45,7 @@ class SentenceEngine:
                 search.note_embedding()
 
     def refresh(self) -> None:
-        """Forget every vector map and cached passage (another process rebuilt an index in place)."""
+        """Forget every vector map and cached passage (the FAISS index was changed by hand)."""
         with self._lock:
             for search in self._searches.values():
                 search.invalidate()
@@ -58,6 +58,7 @@ class SentenceEngine:
             if isinstance(search, FaissSentenceSearch):
                 search.current_map()
             deleted = delete_passages(store, passage_ids, index)
+            vector_ids_changed(store)  # FAISS renumbered: every retriever's map of this store
             self.refresh()
         return deleted
 

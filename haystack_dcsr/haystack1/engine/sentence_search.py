@@ -14,11 +14,10 @@ Safe under threads and under batches with per-query filters: a search returns se
 next call rewrites; the map is replaced, not mutated; the cache and SQL reads hold locks.
 """
 
-import dataclasses
 import logging
 import threading
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
 from cachetools import LRUCache
@@ -28,7 +27,7 @@ from haystack.schema import Document
 from haystack_dcsr.core.indexes.filters import check_filters, mixed_kinds
 from haystack_dcsr.core.indexes.optional_classes import is_instance
 from haystack_dcsr.core.indexes.vector_search import keeps_ids, search, search_selected
-from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, SentenceHits
+from haystack_dcsr.core.ranking.passage_ranking import SentenceHits
 from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.core.text.sentence_units import (
     PassageRef,
@@ -37,13 +36,13 @@ from haystack_dcsr.core.text.sentence_units import (
     position,
     sentence_ids_of,
 )
+from haystack_dcsr.haystack1.engine.passage_writes import watch
 from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
     fetch_documents,
     vector_columns,
     vector_ids_matching,
-    vector_rows,
 )
 
 logger = logging.getLogger(__name__)
@@ -116,20 +115,10 @@ class SentenceSearch:
             return self._cache.get(ref)
 
 
-@dataclasses.dataclass(frozen=True)
-class FaissHits(SentenceHits):
-    """Hits with the FAISS vector id of each, which ``FaissSentenceSearch.confirm`` checks against SQL."""
-
-    vector_ids: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-
-    def select(self, keep: np.ndarray) -> "FaissHits":
-        return dataclasses.replace(super().select(keep), vector_ids=self.vector_ids[keep])
-
-
 class FaissSentenceSearch(SentenceSearch):
-    """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit). A ``RowMappedIndex``: it maps
-    vector ids to sentences itself, so it confirms the hits behind each answer (``confirm``) and, when that map
-    went out of date under the query, rebuilds it (``refresh``)."""
+    """Searches a ``FAISSDocumentStore``'s FAISS index directly (no SQL per hit), through its own map of vector ids
+    to sentences: extended when vectors are added, rebuilt when a write through the store re-assigns ids (it
+    watches the store: ``passage_writes.watch``)."""
 
     def __init__(
         self,
@@ -144,6 +133,7 @@ class FaissSentenceSearch(SentenceSearch):
         self._map_index: Optional[int] = None  # id() of the FAISS index the map describes
         self._stale = True
         self._map_lock = threading.Lock()
+        watch(document_store, self)
 
     @property
     def faiss_index(self):
@@ -155,9 +145,6 @@ class FaissSentenceSearch(SentenceSearch):
     def invalidate(self) -> None:
         self._stale = True
         super().invalidate()
-
-    def refresh(self) -> None:
-        self.invalidate()
 
     def note_embedding(self) -> None:
         """Haystack resets the index before re-embedding everything: fewer vectors than the map
@@ -239,26 +226,6 @@ class FaissSentenceSearch(SentenceSearch):
             for doc in fetch_documents(self.document_store, [head_id(pid) for pid in passage_ids], self.index)
         }
 
-    def confirm(self, ranked: List[List[RankedPassage]], hits: Sequence[SentenceHits]) -> bool:
-        """One indexed read of the returned passages' supporting rows: a map that another
-        retriever or process made stale (an index rebuilt in place to the same size, a passage
-        re-written under the same vector ids) is caught before anything is returned."""
-        expected = {
-            int(found.vector_ids[s.hit]): (passage.sentences[s.sentence_index].id, passage.ref)
-            for passages, found in zip(ranked, hits)
-            if isinstance(found, FaissHits)
-            for passage in passages
-            for s in passage.support
-        }
-        if not expected:
-            return True
-        rows = {row.vector_id: row for row in vector_rows(self.document_store, self.index, expected)}
-        for vector_id, (sid, ref) in expected.items():
-            row = rows.get(vector_id)
-            if row is None or row.doc_id != sid or row.where is None or PassageRef.of(row.where) != ref:
-                return False
-        return True
-
     def _describe(self) -> str:
         return f"FAISSDocumentStore index {self.index!r}"
 
@@ -289,7 +256,7 @@ class FaissSentenceSearch(SentenceSearch):
         hits = []
         for row_scores, row_ids in zip(scores, vector_ids):
             keep, keys, sentences = snapshot.lookup(row_ids)
-            hits.append(FaissHits(row_scores[keep], keys, sentences, snapshot.passages, vector_ids=row_ids[keep]))
+            hits.append(SentenceHits(row_scores[keep], keys, sentences, snapshot.passages))
         return hits
 
 
