@@ -55,20 +55,23 @@ def files_under(folder: Union[str, Path], *parts: str) -> list:
     return [name for name in found if Path(name).name != CHECKSUM_FILE]
 
 
-def verify_checksums(folder: Union[str, Path], only: Iterable[str] = (), listing: str = CHECKSUM_FILE) -> None:
-    """Check the files ``folder/listing`` lists (those under ``only``'s prefixes, if given): a missing, truncated
-    or altered one is a :class:`DamagedFileError` naming it. Nothing to check without that file. A file verified
-    once in this process is not hashed again while its size and mtime stay the same."""
+def verify_checksums(
+    folder: Union[str, Path], only: Iterable[str] = (), listing: str = CHECKSUM_FILE, skip: Iterable[str] = ()
+) -> None:
+    """Check the files ``folder/listing`` lists (those under ``only``'s prefixes, if given; none named in
+    ``skip``): a missing, truncated or altered one is a :class:`DamagedFileError` naming it. Nothing to check
+    without that file. A file verified once in this process is not hashed again while its size and mtime stay
+    the same."""
     folder = Path(folder)
     listing = folder / listing
     if not listing.is_file():
         return
-    prefixes = tuple(only)
+    prefixes, skipped = tuple(only), set(skip)
     for number, line in enumerate(listing.read_text().splitlines(), 1):
         digest, _, name = line.partition("  ")
         if not name or len(digest) != 64:
             raise DamagedFileError(f"{listing}: line {number} is not '<sha256>  <file>': the checksum file is damaged")
-        if prefixes and not name.startswith(prefixes):
+        if (prefixes and not name.startswith(prefixes)) or name in skipped:
             continue
         path = folder / name
         if not path.is_file():

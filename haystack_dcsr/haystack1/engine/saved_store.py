@@ -11,8 +11,9 @@ without a word and answers wrongly. ``save_faiss_store`` therefore:
   while the store is open, in-memory databases included): the saved folder is self-contained and
   loads from any working directory or machine (a load works on a copy of it outside the folder:
   ``working_copies``);
-- records a ``Fingerprint`` in the map (index size and bytes, SQL rows with vectors, a few vectors
-  by id), which ``check_fingerprint`` compares with what a load opened.
+- writes SHA-256 checksums of every file of the set, the vector map included, last: a load verifies them
+  first, so a file cut short, altered or taken from another save is refused by name (``DamagedFileError``);
+  the map, a cache of SQL, is checked when a retriever reads it and ignored (rebuilt from SQL) if it fails.
 
 ``save_pipeline`` builds on this with a generation folder per save and the YAML written last, so a
 crash at any point leaves the previous pipeline loadable.
@@ -30,7 +31,6 @@ from typing import Any, Dict, Optional, Union
 from haystack_dcsr.core.storage.atomic_files import atomic_write_bytes, atomic_write_text, replacing
 from haystack_dcsr.core.storage.checksums import verify_checksums, write_checksums
 from haystack_dcsr.core.storage.store_guard import guard
-from haystack_dcsr.haystack1.engine.index_fingerprint import fingerprint_of
 from haystack_dcsr.haystack1.engine.sentence_map import map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
 from haystack_dcsr.haystack1.engine.working_copies import is_working_copy, open_working_copy, release_with
@@ -51,7 +51,7 @@ def config_path(index_path: PathLike) -> Path:
 def save_faiss_store(
     document_store, index_path: PathLike, index: Optional[str] = None, search=None, copy_database: bool = True
 ) -> Path:
-    """Save the store's FAISS index, its config, DCSR's vector map with the fingerprint and (SQLite,
+    """Save the store's FAISS index, its config, DCSR's vector map and (SQLite,
     unless ``copy_database`` is False) a copy of the database, each file atomically; returns
     ``index_path``. Load it with ``FAISSDocumentStore.load(index_path)`` or through
     ``load_pipeline``; ``search`` is the retriever's ``FaissSentenceSearch`` when one has the map
@@ -70,7 +70,6 @@ def save_faiss_store(
         sentence_map = search.current_map()
         faiss_index = document_store.faiss_indexes[index]
         data = faiss.serialize_index(faiss_index)
-        fingerprint = fingerprint_of(document_store, index, sentence_map, faiss_bytes=len(data))
         params = document_store._component_config["params"]
         config = {key: value for key, value in params.items() if key not in _NOT_SAVED}
         database = sqlite_connection(document_store) if copy_database else None
@@ -88,10 +87,10 @@ def save_faiss_store(
                 )
     atomic_write_bytes(index_path, memoryview(data))
     atomic_write_text(config_path(index_path), json.dumps(config, default=str))
-    saved_files = [index_path.name, config_path(index_path).name]
+    sentence_map.save(map_path(index_path))
+    saved_files = [index_path.name, config_path(index_path).name, map_path(index_path).name]
     saved_files += [database_path.name] if database is not None else []  # a load works on a copy of it
-    write_checksums(index_path.parent, saved_files, checksum_listing(index_path))
-    sentence_map.save(map_path(index_path), fingerprint)  # last: the map seals the set
+    write_checksums(index_path.parent, saved_files, checksum_listing(index_path))  # last: the checksums seal the set
     return index_path
 
 
@@ -130,7 +129,8 @@ def open_params(index_path: PathLike, base: Optional[Path] = None) -> Dict[str, 
     missing, cut-short or altered file is an error that says what to do, not FAISS's."""
     index_path = saved_file(index_path, base)
     config_file = saved_file(config_path(index_path), base)
-    verify_checksums(index_path.parent, listing=checksum_listing(index_path))
+    # the vector map is a cache of SQL: checked when a retriever reads it, and ignored (rebuilt) if damaged
+    verify_checksums(index_path.parent, listing=checksum_listing(index_path), skip=[map_path(index_path).name])
     config = json.loads(config_file.read_text())
     resolved = absolute_sql_url(config.get("sql_url", ""), index_path.parent)
     if resolved == config.get("sql_url"):

@@ -12,7 +12,6 @@ sentence, whose passage has no sentence #0, or whose row is not a DCSR sentence 
 is never a hit.
 """
 
-import dataclasses
 import json
 import zipfile
 from array import array
@@ -24,34 +23,13 @@ import numpy as np
 from haystack_dcsr.core.text.sentence_units import PassageRef, SentencePosition, sentence_id
 
 HeadReader = Callable[[List[str]], Dict[str, SentencePosition]]
-MAP_FORMAT = 2  # 2: ids with offsets (any character), the save's fingerprint
+MAP_FORMAT = 2  # 2: ids with offsets (any character); a format-2 map saved with a fingerprint reads as well
 MAP_SUFFIX = ".dcsr-map.npz"  # beside the FAISS index file: index.faiss -> index.faiss.dcsr-map.npz
 
 
 def map_path(index_path: Union[str, Path]) -> Path:
     """Where the vector map of ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
     return Path(f"{index_path}{MAP_SUFFIX}")
-
-
-@dataclasses.dataclass
-class Fingerprint:
-    """What ties a saved map to the FAISS index and the SQL rows it was saved with: the index's size
-    and byte count, how many SQL rows had vector ids, and a few vectors of the index by id. A load
-    compares them with what it opened, so files of two different saves are never served together."""
-
-    ntotal: int
-    faiss_bytes: int
-    sql_vector_rows: int
-    probe_ids: List[int]
-    probe_vectors: np.ndarray
-
-    def facts(self) -> Dict:
-        return {
-            "ntotal": self.ntotal,
-            "faiss_bytes": self.faiss_bytes,
-            "sql_vector_rows": self.sql_vector_rows,
-            "probe_ids": [int(i) for i in self.probe_ids],
-        }
 
 
 class SentenceRows:
@@ -140,7 +118,6 @@ class SentenceMap:
         self.passages = passages  # append-only: keys held by earlier hits stay valid
         self.keys = keys  # passage id -> key of its current version
         self.ntotal = ntotal  # the FAISS index size this map describes
-        self.fingerprint: Optional[Fingerprint] = None  # set on a map loaded from a save that recorded one
 
     @classmethod
     def empty(cls) -> "SentenceMap":
@@ -212,10 +189,9 @@ class SentenceMap:
             self.passages[self.vector_passage[vector_id]].passage_id, int(self.vector_sentence[vector_id])
         )
 
-    def save(self, path: Union[str, Path], fingerprint: Optional[Fingerprint] = None) -> None:
-        """One ``.npz``: the two arrays, the passage table as flat arrays (ids as UTF-8 bytes with
-        offsets, so any id round-trips; no pickle) and, when given, the fingerprint of the FAISS
-        index and SQL state it was saved with. Written atomically (temporary file, fsync, rename)."""
+    def save(self, path: Union[str, Path]) -> None:
+        """One ``.npz``: the two arrays and the passage table as flat arrays (ids as UTF-8 bytes with
+        offsets, so any id round-trips; no pickle). Written atomically (temporary file, fsync, rename)."""
         from haystack_dcsr.core.storage.atomic_files import atomic_write
 
         current = np.zeros(len(self.passages), dtype=bool)
@@ -226,10 +202,6 @@ class SentenceMap:
         versions = np.array([ref.version for ref in self.passages], dtype="S16")
         counts = np.array([ref.count for ref in self.passages], dtype=np.int32)
         meta = {"format": MAP_FORMAT, "ntotal": self.ntotal}
-        arrays = {}
-        if fingerprint is not None:
-            meta["fingerprint"] = fingerprint.facts()
-            arrays["probe_vectors"] = fingerprint.probe_vectors
         atomic_write(
             path,
             lambda out: np.savez(
@@ -242,14 +214,12 @@ class SentenceMap:
                 counts=counts,
                 current=current,
                 meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
-                **arrays,
             ),
         )
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SentenceMap":
-        """A saved map (``fingerprint`` set when it was saved with one); raises ``ValueError`` for a
-        file that is cut short or not a map."""
+        """A saved map; raises ``ValueError`` for a file that is cut short or not a map."""
         try:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(data["meta"].tobytes().decode("utf-8"))
@@ -266,12 +236,9 @@ class SentenceMap:
                     for pid, count, version in zip(ids, data["counts"], data["versions"])
                 ]
                 keys = {passages[key].passage_id: int(key) for key in np.flatnonzero(data["current"])}
-                loaded = cls(
+                return cls(
                     data["vector_passage"].copy(), data["vector_sentence"].copy(), passages, keys, int(meta["ntotal"])
                 )
-                if "fingerprint" in meta:
-                    loaded.fingerprint = Fingerprint(**meta["fingerprint"], probe_vectors=data["probe_vectors"].copy())
-                return loaded
         except (zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"{path}: not a readable DCSR vector map ({type(error).__name__}: {error})") from None
 

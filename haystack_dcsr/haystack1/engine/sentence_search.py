@@ -37,7 +37,7 @@ from haystack_dcsr.core.text.sentence_units import (
     sentence_ids_of,
 )
 from haystack_dcsr.haystack1.engine.passage_writes import watch
-from haystack_dcsr.haystack1.engine.sentence_map import SentenceMap, check_in_sync, map_path
+from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
     fetch_documents,
@@ -183,25 +183,22 @@ class FaissSentenceSearch(SentenceSearch):
             return snapshot
 
     def _saved_map(self, ntotal: int) -> Optional[SentenceMap]:
-        """The map saved beside the index this store was loaded from, if it describes this index and
-        these SQL rows. A map saved with a fingerprint (``saved_store``) that matches only one of the
-        two is refused: the index and the database then come from different saves."""
-        from haystack_dcsr.haystack1.engine.index_fingerprint import check_fingerprint
+        """The map saved beside the index this store was loaded from, if the save's checksums vouch for it (a map
+        cut short or from another save is ignored) and it describes these SQL rows (a few vector ids probed)."""
+        from haystack_dcsr.core.storage.checksums import verify_checksums
+        from haystack_dcsr.haystack1.engine.saved_store import checksum_listing
 
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
             return None
+        index_file = Path(str(path)[: -len(MAP_SUFFIX)])
         try:
+            verify_checksums(path.parent, only=[path.name], listing=checksum_listing(index_file))
             saved = SentenceMap.load(path)
         except (OSError, ValueError) as error:
             logger.warning("Ignoring the vector map %s (%s): reading the index from SQL instead", path, error)
             return None
-        sql_matches = saved.ntotal <= ntotal and self._probe(saved)
-        if saved.fingerprint is not None:
-            usable = check_fingerprint(self.document_store, self.index, saved, sql_matches, path)
-        else:
-            usable = sql_matches
-        if not usable:
+        if not (saved.ntotal <= ntotal and self._probe(saved)):
             logger.warning("The vector map %s does not describe this index: reading the index from SQL instead", path)
             return None
         logger.info("Loaded the vector map %s (%d vectors)", path, saved.ntotal)
