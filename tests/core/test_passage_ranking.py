@@ -157,3 +157,25 @@ def test_the_exact_index_holds_the_index_contract():
     index = ExactSentenceIndex(model.encode_passages(units), [len(u) for u in units])
     paris = [title for title, _ in CORPUS].index("Paris")
     holds_the_contract(index, model, lambda: index.remove([paris]))
+
+
+def test_two_versions_of_one_passage_that_both_read_whole_are_never_served_twice():
+    """An engine whose writes are not atomic (Milvus) can return hits of a passage's old version from a search's
+    snapshot and read its new version whole afterwards: the driver leaves both out, so no answer holds one passage
+    twice (the passage is absent meanwhile, as a passage being re-written may be)."""
+    from haystack_dcsr.core.text.sentence_units import PassageRef
+
+    old, new, other = PassageRef("p", 2, "old"), PassageRef("p", 3, "new"), PassageRef("q", 1, "v")
+
+    class Rewriting:
+        similarity = "dot_product"
+
+        def search(self, query_vectors, top_n, filters):
+            hits = SentenceHits(np.array([3.0, 2.0, 1.0]), np.array([0, 1, 2]), np.array([0, 0, 0]), [old, new, other])
+            return [hits for _ in query_vectors]
+
+        def read(self, passages, known):
+            return {ref: list(range(ref.count)) for ref in passages}  # every version reads whole
+
+    ranked = rank_passages(Rewriting(), QUERIES[:1], 0.5, top_n=3, top_k=3)[0]
+    assert [p.ref for p in ranked] == [other]

@@ -180,7 +180,9 @@ def _rank_batch(index, query_vectors, temperature, top_n, top_k, filters):
 def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature: float, top_k: int):
     """HasAns over the hits; the best passages are read; a passage version that cannot be served is left out of
     every query of the batch (its hits too, so each query is ranked as over the index without it) and the
-    rankings recomputed (``rank_hits``), until every passage in each top ``top_k`` is served."""
+    rankings recomputed (``rank_hits``), until every passage in each top ``top_k`` is served. Two versions of one
+    passage that both read whole (one from a search's snapshot, one from a read after a write: an engine whose
+    writes are not atomic, Milvus) are both left out: a query never serves one passage twice."""
     read: Dict[Hashable, Optional[Any]] = {}
     known = {sid: doc for h in hits for sid, doc in h.documents.items()}
     while True:
@@ -195,6 +197,11 @@ def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature
         if not missing:
             break
         read.update(index.read(missing, known))
+        versions: Dict[Hashable, List[Hashable]] = {}
+        for ref, sentences in read.items():
+            if sentences is not None:
+                versions.setdefault(getattr(ref, "passage_id", ref), []).append(ref)
+        read.update((ref, None) for refs in versions.values() if len(refs) > 1 for ref in refs)
     dropped = sorted({str(getattr(ref, "passage_id", ref)) for ref, sentences in read.items() if sentences is None})
     if dropped:
         logger.warning(

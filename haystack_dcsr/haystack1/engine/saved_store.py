@@ -31,7 +31,7 @@ from typing import Any, Dict, Optional, Union
 from haystack_dcsr.core.storage.atomic_files import atomic_write_bytes, atomic_write_text, replacing
 from haystack_dcsr.core.storage.checksums import verify_checksums, write_checksums
 from haystack_dcsr.core.storage.store_guard import guard
-from haystack_dcsr.haystack1.engine.sentence_map import map_path
+from haystack_dcsr.haystack1.engine.sentence_map import checksum_listing, map_path
 from haystack_dcsr.haystack1.engine.sql_rows import sqlite_connection, store_lock
 from haystack_dcsr.haystack1.engine.working_copies import is_working_copy, open_working_copy, release_with
 
@@ -92,11 +92,6 @@ def save_faiss_store(
     saved_files += [database_path.name] if database is not None else []  # a load works on a copy of it
     write_checksums(index_path.parent, saved_files, checksum_listing(index_path))  # last: the checksums seal the set
     return index_path
-
-
-def checksum_listing(index_path: Path) -> str:
-    """The checksum file of one saved store (several stores may share a generation folder)."""
-    return f"{index_path.name}.sha256"
 
 
 def copy_sqlite(connection: sqlite3.Connection, path: Path) -> None:

@@ -32,6 +32,11 @@ def map_path(index_path: Union[str, Path]) -> Path:
     return Path(f"{index_path}{MAP_SUFFIX}")
 
 
+def checksum_listing(index_path: Union[str, Path]) -> str:
+    """The checksum file of one saved store, ``index.faiss.sha256`` (several stores may share a folder)."""
+    return f"{Path(index_path).name}.sha256"
+
+
 class SentenceRows:
     """SQL rows that have vector ids, as the columns a map is built from: each row's vector id, passage,
     sentence index and passage version (count and fingerprint), a few bytes a row. Passage ids and

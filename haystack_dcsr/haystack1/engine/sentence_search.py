@@ -37,7 +37,13 @@ from haystack_dcsr.core.text.sentence_units import (
     sentence_ids_of,
 )
 from haystack_dcsr.haystack1.engine.passage_writes import watch
-from haystack_dcsr.haystack1.engine.sentence_map import MAP_SUFFIX, SentenceMap, check_in_sync, map_path
+from haystack_dcsr.haystack1.engine.sentence_map import (
+    MAP_SUFFIX,
+    SentenceMap,
+    check_in_sync,
+    checksum_listing,
+    map_path,
+)
 from haystack_dcsr.haystack1.engine.sql_rows import (
     doc_ids_at,
     fetch_documents,
@@ -186,7 +192,6 @@ class FaissSentenceSearch(SentenceSearch):
         """The map saved beside the index this store was loaded from, if the save's checksums vouch for it (a map
         cut short or from another save is ignored) and it describes these SQL rows (a few vector ids probed)."""
         from haystack_dcsr.core.storage.checksums import verify_checksums
-        from haystack_dcsr.haystack1.engine.saved_store import checksum_listing
 
         path = saved_map_path(self.document_store)
         if path is None or not path.is_file():
