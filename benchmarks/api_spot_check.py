@@ -6,7 +6,7 @@ Splits the 20,963 SQuAD paragraphs with ``DCSRModel.passage_units`` (no Haystack
 of passages with ``DCSRModel.encode_passages`` and compares them with the cached sentence vectors of
 ``scale.py ann`` (encoded by the Haystack 1.x ``DCSRRetriever``; encoded here when that cache is missing,
 ~15 min on 2 cores), then answers the 1,000 dev questions with ``DCSRModel.encode_queries`` and
-``ExactSentenceIndex.rank`` (exact top-3,000 sentences, HasAns): top-1/20/100 must equal the README's
+``ExactSentenceIndex.rank_passage_numbers`` (exact top-3,000 sentences, HasAns): top-1/20/100 must equal the README's
 DCSR Flat row (66.0 / 93.8 / 97.7).
 """
 
