@@ -100,7 +100,7 @@ def read_saved_maps(pipeline: Pipeline) -> None:
     """Tie each loaded FAISS store's working copy to the store's life and read the vector map saved beside its
     index now, at load (not at the first query): the loaded pipeline then needs nothing more from the saved
     folder, which a later save may remove."""
-    from haystack_dcsr.haystack1.engine.sentence_search import saved_map_path
+    from haystack_dcsr.haystack1.engine.sentence_search import saved_index_path
     from haystack_dcsr.haystack1.retriever import DCSRRetriever
 
     components = _components(pipeline).values()
@@ -109,7 +109,7 @@ def read_saved_maps(pipeline: Pipeline) -> None:
             adopt_working_copy(component)
     for retriever in components:
         store = getattr(retriever, "document_store", None)
-        if isinstance(retriever, DCSRRetriever) and isinstance(store, FAISSDocumentStore) and saved_map_path(store):
+        if isinstance(retriever, DCSRRetriever) and isinstance(store, FAISSDocumentStore) and saved_index_path(store):
             retriever.engine.search_for(store).current_map()
 
 

@@ -81,17 +81,24 @@ def other_index_with_first_map(tmp_path, tiny_bert, corpus, text=lambda t: t):
     return other, renamed, tmp_path / "other" / "index.faiss"
 
 
+def serves_its_own_passages_with_the_map_ignored(index_path, other, renamed, tiny_bert, scans):
+    """The save at ``index_path`` (the ``other`` store's, with a foreign map) loads, its map is ignored (a full SQL
+    scan), and it serves ``other``'s passages and ranking."""
+    loaded = load_faiss_store(index_path)
+    scans.clear()
+    reader = make_retriever(tiny_bert, loaded)
+    assert set(everything(reader, loaded)) == {d.id for d in renamed}
+    assert None in scans
+    assert ranked(reader, loaded, "Fleming") == ranked(make_retriever(tiny_bert, other), other, "Fleming")
+
+
 def test_a_map_from_another_save_is_never_used(tmp_path, tiny_bert, corpus, scans, caplog):
     """The same vectors under other sentence ids: a map from another save beside an index and a database would
     pair vectors with the wrong sentences. The save's checksums cover the map, a cache of SQL: the retriever names it
     damaged, ignores it and maps the index from SQL, serving the store's own passages."""
     other, renamed, index_path = other_index_with_first_map(tmp_path, tiny_bert, corpus)
-    loaded = load_faiss_store(index_path)
-    scans.clear()
-    reader = make_retriever(tiny_bert, loaded)
-    assert set(everything(reader, loaded)) == {d.id for d in renamed}
-    assert None in scans and "index.faiss.dcsr-map.npz: damaged" in caplog.text
-    assert ranked(reader, loaded, "Fleming") == ranked(make_retriever(tiny_bert, other), other, "Fleming")
+    serves_its_own_passages_with_the_map_ignored(index_path, other, renamed, tiny_bert, scans)
+    assert "index.faiss.dcsr-map.npz: damaged" in caplog.text
 
 
 def test_a_map_that_does_not_describe_the_rows_is_ignored(tmp_path, tiny_bert, corpus, scans, caplog):
@@ -100,12 +107,8 @@ def test_a_map_that_does_not_describe_the_rows_is_ignored(tmp_path, tiny_bert, c
     other, renamed, index_path = other_index_with_first_map(tmp_path, tiny_bert, corpus, lambda t: t.replace(".", "!"))
     listing = index_path.parent / "index.faiss.sha256"
     listing.write_text("".join(line for line in listing.read_text().splitlines(True) if "dcsr-map" not in line))
-    loaded = load_faiss_store(index_path)
-    scans.clear()
-    reader = make_retriever(tiny_bert, loaded)
-    assert set(everything(reader, loaded)) == {d.id for d in renamed}
-    assert None in scans and "does not describe this index" in caplog.text
-    assert ranked(reader, loaded, "Fleming") == ranked(make_retriever(tiny_bert, other), other, "Fleming")
+    serves_its_own_passages_with_the_map_ignored(index_path, other, renamed, tiny_bert, scans)
+    assert "does not describe this index" in caplog.text
 
 
 class Interrupt(Exception):

@@ -174,7 +174,7 @@ def _rank_batch(index, query_vectors, temperature, top_n, top_k, filters):
     for group in same_filter_groups(filters):
         for row, found in zip(group, index.search(query_vectors[group], top_n, filters[group[0]])):
             hits[row] = found
-    return _rank_served(index, hits, temperature, top_k)[0]
+    return _rank_served(index, hits, temperature, top_k)
 
 
 def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature: float, top_k: int):
@@ -210,8 +210,7 @@ def _rank_served(index: SentenceIndex, hits: Sequence[SentenceHits], temperature
             len(dropped),
             ", ".join(dropped[:5]),
         )
-    ranked = [[_ranked(h, scores, rank, read) for rank in range(len(scores.passages))] for h, scores in views]
-    return ranked, [h for h, _ in views]
+    return [[_ranked(h, scores, rank, read) for rank in range(len(scores.passages))] for h, scores in views]
 
 
 def _ranked(h: SentenceHits, scores: PassageScores, rank: int, read: Dict[Hashable, Any]) -> RankedPassage:

@@ -16,7 +16,6 @@ next call rewrites; the map is replaced, not mutated; the cache and SQL reads ho
 
 import logging
 import threading
-from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
@@ -38,7 +37,6 @@ from haystack_dcsr.core.text.sentence_units import (
 )
 from haystack_dcsr.haystack1.engine.passage_writes import watch
 from haystack_dcsr.haystack1.engine.sentence_map import (
-    MAP_SUFFIX,
     SentenceMap,
     check_in_sync,
     checksum_listing,
@@ -193,12 +191,12 @@ class FaissSentenceSearch(SentenceSearch):
         cut short or from another save is ignored) and it describes these SQL rows (a few vector ids probed)."""
         from haystack_dcsr.core.storage.checksums import verify_checksums
 
-        path = saved_map_path(self.document_store)
+        index_path = saved_index_path(self.document_store)
+        path = None if index_path is None else map_path(index_path)
         if path is None or not path.is_file():
             return None
-        index_file = Path(str(path)[: -len(MAP_SUFFIX)])
         try:
-            verify_checksums(path.parent, only=[path.name], listing=checksum_listing(index_file))
+            verify_checksums(path.parent, only=[path.name], listing=checksum_listing(index_path))
             saved = SentenceMap.load(path)
         except (OSError, ValueError) as error:
             logger.warning("Ignoring the vector map %s (%s): reading the index from SQL instead", path, error)
@@ -342,11 +340,10 @@ def warn_if_brute_force_in_python(document_store, index: str) -> None:
         )
 
 
-def saved_map_path(document_store) -> Optional[Path]:
-    """Where the vector map of a store loaded from ``index.faiss`` lives: ``index.faiss.dcsr-map.npz``."""
-    params = getattr(document_store, "_component_config", {}).get("params", {})
-    index_path = params.get("faiss_index_path")
-    return None if index_path is None else map_path(index_path)
+def saved_index_path(document_store) -> Optional[str]:
+    """The saved FAISS index file a store was loaded from (None: not loaded from a save); its vector map and its
+    checksum file are named after it (``map_path``, ``checksum_listing``)."""
+    return getattr(document_store, "_component_config", {}).get("params", {}).get("faiss_index_path")
 
 
 def sentence_search_for(
