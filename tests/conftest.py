@@ -24,13 +24,16 @@ from corpus import CITIES, CORPUS, COUNTRIES, FILLER, QUESTIONS  # noqa: E402, F
 from tiny_models import MINILM, make_tiny_bert  # noqa: E402, F401  (tests import MINILM from here)
 
 
-@pytest.fixture
-def int8_on_any_cpu(monkeypatch):
+@pytest.fixture(scope="module")
+def int8_on_any_cpu():
     """int8 served even on a CPU where it does not pay (where ``quantize="int8"`` falls back to fp32): for
-    the tests of the int8 path itself, which must pass on every CPU."""
+    the tests of the int8 path itself, which must pass on every CPU. Module-scoped, so that a module's one
+    compiled int8 model (a module-scoped fixture) is built under it."""
     from haystack_dcsr.core.model.int8 import FORCE_INT8
 
-    monkeypatch.setenv(FORCE_INT8, "1")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FORCE_INT8, "1")
+        yield
 
 
 @pytest.fixture(scope="session")

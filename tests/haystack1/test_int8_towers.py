@@ -30,12 +30,20 @@ def bert(tmp_path_factory):
     return make_tiny_bert(tmp_path_factory.mktemp("bert"), pooling="mean", normalize=True, temperature=0.05)
 
 
+@pytest.fixture(scope="module")
+def int8_retriever(bert, tmp_path_factory, int8_on_any_cpu):
+    """This module's one compiled int8 model: a retriever's two towers, compiled once and shared by its tests
+    (each compile costs tens of seconds on a machine that has not compiled it before)."""
+    store = make_store("faiss-flat", tmp_path_factory.mktemp("int8_store"), name="int8")
+    return DCSRRetriever(document_store=store, query_model=bert, progress_bar=False, quantize="int8")
+
+
 @needs_compiler
 def test_int8_towers_encode_as_fp32_does_and_keep_the_fp32_model_for_training_and_saving(
-    bert, tmp_path, int8_on_any_cpu
+    bert, tmp_path, int8_retriever
 ):
-    fp32, int8 = PassageTower(bert, device="cpu"), PassageTower(bert, quantize="int8")  # no device: int8's is the CPU
-    assert int8.device.type == "cpu"
+    fp32, int8 = PassageTower(bert, device="cpu"), int8_retriever.model.passage_tower
+    assert int8.device.type == "cpu"  # no device given: int8's is the CPU
     assert any(isinstance(m, Int8Linear) for m in int8.inference_model.modules())
     assert not any(isinstance(m, Int8Linear) for m in int8.model.modules())
     expected, got = fp32.encode(PASSAGES), int8.encode(PASSAGES)
@@ -48,20 +56,22 @@ def test_int8_towers_encode_as_fp32_does_and_keep_the_fp32_model_for_training_an
     saved, loaded = load_file(tmp_path / "saved" / "model.safetensors"), fp32.model.state_dict()
     assert all(torch.equal(saved[name], loaded[name]) for name in saved)
     queries = ["capital of germany", "largest planet"]
-    q32, q8 = QueryTower(bert, device="cpu").encode(queries), QueryTower(bert, quantize="int8").encode(queries)
+    q32, q8 = QueryTower(bert, device="cpu").encode(queries), int8_retriever.model.query_tower.encode(queries)
+    assert any(isinstance(m, Int8Linear) for m in int8_retriever.model.query_tower.inference_model.modules())
     assert (np.sum(q32 * q8, axis=1) > 0.99).all()
 
 
 @needs_compiler
-def test_an_int8_retriever_indexes_and_answers_as_the_fp32_one(bert, tmp_path, corpus, int8_on_any_cpu):
+def test_an_int8_retriever_indexes_and_answers_as_the_fp32_one(bert, tmp_path, corpus, int8_retriever):
     answers = {}
-    for mode in (None, "int8"):
-        store = make_store("faiss-flat", tmp_path, name=str(mode))
-        retriever = DCSRRetriever(document_store=store, query_model=bert, progress_bar=False, quantize=mode)
+    fp32 = DCSRRetriever(document_store=make_store("faiss-flat", tmp_path), query_model=bert, progress_bar=False)
+    for mode, retriever in ((None, fp32), ("int8", int8_retriever)):
+        store = retriever.document_store
         store.write_documents(SentencePreprocessor(progress_bar=False).process(corpus)["documents"])
         store.update_embeddings(retriever)
         answers[mode] = [d.id for d in retriever.retrieve("Who discovered penicillin?", top_k=3)]
         assert retriever.passage_encoder.device.type == retriever.query_encoder.tower.device.type == "cpu"
+    assert int8_retriever.passage_encoder is int8_retriever.model.passage_tower  # the compiled copy indexed
     assert answers["int8"][0] == answers[None][0]
 
 

@@ -8,6 +8,7 @@ empty answer of an index being rebuilt), or be a clear error. Never a crash, a h
 left unusable.
 """
 
+import os
 import signal
 import threading
 import time
@@ -90,6 +91,8 @@ def test_the_soak_fails_without_the_store_lock(tmp_path, tiny_bert, corpus, monk
     crashes = (-signal.SIGSEGV, -signal.SIGBUS, -signal.SIGABRT)
 
     def lockless_soak(out):
+        # a crash is an outcome here: faulthandler's dump of it goes to a file in the child's folder, not to pytest's
+        os.dup2(os.open("child-stderr.log", os.O_WRONLY | os.O_CREAT, 0o644), 2)
         failures, errors, *_ = soak("faiss-flat", Path.cwd(), tiny_bert, corpus)
         shown = failures or [e for e in errors if "changed while this query ran" not in e]
         print("RACE SHOWN" if shown else "NO RACE", file=out)

@@ -43,6 +43,30 @@ def server_command() -> Optional[Path]:
     return found if found.is_file() else None
 
 
+# The wheel's ``milvus-server``, run with its port probe binding as Milvus itself does (``SO_REUSEADDR``, which Go's
+# listeners set): after a kill, the killed server's connections hold its port in TIME_WAIT for up to a minute, which
+# the probe's plain bind takes for a port in use, though Milvus would bind it. A restart then waits for nothing.
+LAUNCH = """
+import socket, sys
+import milvus
+
+def try_bind_port(self, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        return sock
+    except OSError:
+        sock.close()
+        return None
+
+milvus.MilvusServerConfig.try_bind_port = try_bind_port
+sys.argv[0] = "milvus-server"
+sys.exit(milvus.main())
+"""
+
+
 class MilvusServer:
     """``milvus-server --data DIR --proxy-port PORT`` in its own process group; ``kill`` is a SIGKILL of the
     server process itself (by its pid), ``start`` again reopens the same data folder on the same ports.
@@ -86,7 +110,8 @@ class MilvusServer:
             f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: default={peer}\n"
         )
         log = open(self.data_dir / "server.log", "ab")
-        command = [str(command), "--data", str(self.data_dir), "--proxy-port", str(self.port)]
+        command = [str(command.parent / "python"), "-c", LAUNCH, "--data", str(self.data_dir)]
+        command += ["--proxy-port", str(self.port)]
         self.process = subprocess.Popen(
             command
             + ["--etcd-port", str(self.etcd_client)]
@@ -107,12 +132,13 @@ class MilvusServer:
         raise RuntimeError(f"milvus-server did not answer on {self.uri} within {START_TIMEOUT} s")
 
     def _wait_until_port_is_free(self, timeout: float = 120.0) -> None:
-        """Wait until the proxy port can be bound as the wrapper binds it (no ``SO_REUSEADDR``). After a kill, the
-        killed server's connections stay in TIME_WAIT for up to a minute, and meanwhile the wrapper takes the next
-        free port without a word, so a restart would listen elsewhere than its clients look."""
+        """Wait until the proxy port can be bound as the server binds it (``SO_REUSEADDR``: connections left in
+        TIME_WAIT by a killed server do not count, a process still listening does), so that a restart listens
+        where its clients look."""
         deadline = time.monotonic() + timeout
         while True:
             with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
                     probe.bind(("127.0.0.1", self.port))
                     return

@@ -111,7 +111,9 @@ class Cluster:
         self.pg_ctl_run("restart", "-m", "fast")
 
     def stop(self) -> None:
+        """Stops the server and removes its folder (a pgvector cluster's is ~1 GB): the cluster is done with."""
         subprocess.run(_as_postgres([self.pg_ctl, "-D", self.data, "-m", "immediate", "stop"]), capture_output=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def kill(self) -> None:
         """``kill -9`` of the postmaster and of every backend it started, as a crash of the server leaves them;
@@ -203,6 +205,7 @@ def pgvector_binaries() -> str:
         if check.returncode != 0:
             if "copy" not in _pgvector_server:
                 _pgvector_server["copy"] = tempfile.mkdtemp(prefix="dcsr-pginstall-")
+                atexit.register(shutil.rmtree, _pgvector_server["copy"], True)
                 os.chmod(_pgvector_server["copy"], 0o755)
                 shutil.copytree(install, os.path.join(_pgvector_server["copy"], "pginstall"))
             install = os.path.join(_pgvector_server["copy"], "pginstall")
