@@ -197,6 +197,9 @@ def dump_corpus(size: int, folder: Path) -> None:
     (folder / "questions.json").write_text(json.dumps(questions))
 
 
+PATHS = (("driver", False), ("in the database", True))  # the 2.x retriever's two ways to rank on pgvector
+
+
 def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> list:
     """One pgvector engine in Haystack 2.x: the dumped corpus written through ``PgvectorDocumentStore`` (an HNSW
     index built after the load, timed apart), then the questions through the 2.x ``DCSRRetriever``; its rows
@@ -263,9 +266,6 @@ def run_pgvector(name: str, url: str, folder: Path, n_questions: int) -> list:
             )
         )
     return rows
-
-
-PATHS = (("driver", False), ("in the database", True))  # the 2.x retriever's two ways to rank on pgvector
 
 
 def run_pgvector_child(name: str, size: int, n_questions: int) -> list:

@@ -4,8 +4,7 @@ One writer thread cycles through writes (new passage, incremental embedding, a p
 with fewer sentences, a full re-embedding, a deletion, the passage restored) while reader threads
 query without pause. The same cycle run alone gives the answer of every state; each concurrent
 answer must equal the answer of a state the store passed through while that query ran (or the
-empty answer of an index being rebuilt), or be a clear error. Never a crash, a hang, or a session
-left unusable.
+empty answer of an index being rebuilt). Never an error, a crash, a hang, or a session left unusable.
 """
 
 import os
@@ -72,7 +71,7 @@ def test_queries_while_one_thread_writes_see_whole_states_only(kind, tmp_path, t
     failures, errors, progress, latencies, retriever, states, steps = soak(kind, tmp_path, tiny_bert, corpus)
     assert not failures, failures[:3]
     assert progress >= len(steps) and len(latencies) >= 10
-    assert all("changed while this query ran" in message for message in errors), errors[:3]
+    assert not errors, errors[:3]
     # the store is still usable and right afterwards
     assert same(answer(retriever), states[0])
 
@@ -94,7 +93,7 @@ def test_the_soak_fails_without_the_store_lock(tmp_path, tiny_bert, corpus, monk
         # a crash is an outcome here: faulthandler's dump of it goes to a file in the child's folder, not to pytest's
         os.dup2(os.open("child-stderr.log", os.O_WRONLY | os.O_CREAT, 0o644), 2)
         failures, errors, *_ = soak("faiss-flat", Path.cwd(), tiny_bert, corpus)
-        shown = failures or [e for e in errors if "changed while this query ran" not in e]
+        shown = failures or errors
         print("RACE SHOWN" if shown else "NO RACE", file=out)
 
     outcomes = []
@@ -145,7 +144,7 @@ def soak(kind, tmp_path, tiny_bert, corpus):
             started = time.perf_counter()
             try:
                 got = answer(retriever)
-            except ValueError as error:  # a clear error is allowed; a crash is not
+            except ValueError as error:  # recorded: the soak allows none (without the lock, one shows the race)
                 errors.append(str(error))
                 continue
             except Exception as error:

@@ -90,17 +90,16 @@ class MilvusServer:
         """Start the server and wait until it answers. Starts are serialised across processes (a lock file): the
         wrapper probes free ports for Milvus's components and releases them just before the server binds them,
         so two servers starting at once (test workers) could pick the same port."""
-        command = server_command()
-        if command is None:
+        if server_command() is None:
             pytest.skip("the milvus wheel's milvus-server is not installed in this environment (make installs it)")
         with open(Path(tempfile.gettempdir()) / "dcsr-milvus-start.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                return self._start(command)
+                return self._start()
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _start(self, command: Path) -> "MilvusServer":
+    def _start(self) -> "MilvusServer":
         self._wait_until_port_is_free()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         etcd = self.data_dir / "embedded-etcd.yaml"
@@ -110,8 +109,7 @@ class MilvusServer:
             f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: default={peer}\n"
         )
         log = open(self.data_dir / "server.log", "ab")
-        command = [str(command.parent / "python"), "-c", LAUNCH, "--data", str(self.data_dir)]
-        command += ["--proxy-port", str(self.port)]
+        command = [sys.executable, "-c", LAUNCH, "--data", str(self.data_dir), "--proxy-port", str(self.port)]
         self.process = subprocess.Popen(
             command
             + ["--etcd-port", str(self.etcd_client)]
