@@ -87,6 +87,11 @@ class MilvusDocumentStore(BaseDocumentStore):
             )
         return self._indexes[name]
 
+    def wait_until_indexed(self, index: Optional[str] = None, timeout: float = 3600.0) -> Dict[str, int]:
+        """Seal what was written and wait until the server searches every row through the vector index: after a
+        bulk load, before serving (``MilvusSentenceIndex.wait_until_indexed``)."""
+        return self.sentence_index(index).wait_until_indexed(timeout)
+
     def dcsr_search(self, index: Optional[str] = None) -> "MilvusSentenceSearch":
         """The ranking driver's ``SentenceIndex`` over one index (what ``DCSRRetriever`` searches)."""
         return MilvusSentenceSearch(self, index)

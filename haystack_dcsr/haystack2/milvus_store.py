@@ -147,6 +147,11 @@ class DCSRMilvusDocumentStore:
             self.index.delete(expression=expression)
         return deleted
 
+    def wait_until_indexed(self, timeout: float = 3600.0) -> Dict[str, int]:
+        """Seal what was written and wait until the server searches every row through the vector index: after a
+        bulk load, before serving (``MilvusSentenceIndex.wait_until_indexed``)."""
+        return self.index.wait_until_indexed(timeout)
+
     def dcsr_search(self) -> "MilvusSentenceSearch":
         """The ranking driver's ``SentenceIndex`` over this collection (what ``DCSRRetriever`` ranks over)."""
         return MilvusSentenceSearch(self)

@@ -63,10 +63,11 @@ class Cluster:
 
     TEST_SETTINGS = "-c fsync=off -c max_connections=200"  # the tests' server: no fsync, room for many workers
 
-    def __init__(self, binaries: Optional[str] = None, defaults: bool = False):
+    def __init__(self, binaries: Optional[str] = None, defaults: bool = False, settings: str = ""):
         """``binaries``: the folder of ``initdb``/``pg_ctl`` (default: Debian's); ``defaults``: PostgreSQL's own
-        configuration (what the benchmarks measure), not the tests' ``TEST_SETTINGS``."""
-        self.settings = "" if defaults else self.TEST_SETTINGS
+        configuration (what the benchmarks measure), not the tests' ``TEST_SETTINGS``; ``settings``: more
+        ``-c name=value`` options on top (a benchmark's tuning, recorded with its rows)."""
+        self.settings = " ".join(filter(None, ["" if defaults else self.TEST_SETTINGS, settings]))
         if binaries:
             initdb, self.pg_ctl = os.path.join(binaries, "initdb"), os.path.join(binaries, "pg_ctl")
         else:

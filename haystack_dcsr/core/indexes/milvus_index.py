@@ -25,6 +25,7 @@ write that returned anywhere; ``Bounded`` and ``Eventually`` wait for none (``CO
 
 import json
 import logging
+import time
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -51,6 +52,8 @@ FIELDS = ("id", "passage_id", "position", "content", "meta", "embedded", "vector
 EVERY_ROW = 'id != ""'  # sentence ids are never empty
 NO_ROW = "id in []"  # Milvus has no false literal; an empty list matches nothing
 WRITE_BATCH = 1_000
+INDEX_POLL_S = 1.0
+HANDOFF_S = 3.0  # the query nodes' swap of newly indexed segments: three default check intervals
 READ_BATCH = 1_000
 
 METRICS = ("IP", "COSINE")
@@ -278,6 +281,35 @@ class MilvusSentenceIndex:
         else:
             self._request("delete sentences", "delete", filter=expression or EVERY_ROW)
         _DELETES_MADE[self._key] = _DELETES_MADE.get(self._key, 0) + 1
+
+    def wait_until_indexed(self, timeout: float = 3600.0) -> Dict[str, int]:
+        """Seal the rows written so far and wait until the server has built the vector index over all of them;
+        returns the index's row counts (``total_rows``, ``indexed_rows``: both count deleted rows until compaction
+        drops them).
+
+        Milvus indexes only sealed segments: rows still in growing segments, or sealed ones whose index is being
+        built, are searched by brute force. Right after a load an ``hnsw`` collection therefore answers at a scan's
+        cost until its index is built (minutes for a million rows). Call this after a bulk load and before
+        serving or measuring; ``pending_index_rows`` of ``describe_index`` is what an operator watches for the
+        same thing. The query nodes swap the indexed segments in at their next check (``queryCoord.checkInterval``,
+        1 s by default), which Milvus 2.3 does not report: this waits ``HANDOFF_S`` for it."""
+        if not self.exists:
+            return {}
+        deadline = time.monotonic() + timeout
+        stored = self.count()
+        self._call(lambda: self.client.flush(self.collection, timeout=timeout), "seal the written rows")
+        while True:
+            state = self._request("describe the index", "describe_index", "vector")
+            total, indexed = int(state.get("total_rows", 0)), int(state.get("indexed_rows", 0))
+            if not int(state.get("pending_index_rows", 0)) and indexed >= stored and indexed >= total:
+                time.sleep(HANDOFF_S)
+                return {"total_rows": total, "indexed_rows": indexed}
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"Milvus collection {self.collection!r}: {indexed} of {max(total, stored)} rows indexed after "
+                    f"{timeout:.0f} s (the server's index nodes are still building; wait longer, or see its log)"
+                )
+            time.sleep(INDEX_POLL_S)
 
     # ---- reads -----------------------------------------------------------------------------------
 
