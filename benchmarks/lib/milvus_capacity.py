@@ -56,6 +56,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=40.0, help="stop writing after this long")
     parser.add_argument("--floor-gib", type=float, default=3.0, help="stop when the machine has less available")
     parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument(
+        "--seal-every",
+        type=int,
+        default=100_000,
+        help="passages between waits for the server to seal and index what was written (0: only at the end)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
@@ -88,11 +94,15 @@ def main() -> None:
             written = len({d.meta["dcsr"]["passage_id"] for d in docs})
             passages += written
             sentences += len(docs)
+            sealing = time.perf_counter()
+            if args.seal_every and passages // args.seal_every > (passages - written) // args.seal_every:
+                store.wait_until_indexed()  # growing segments hold rows in a costlier form than sealed ones
             steps.append(
                 {
                     "passages": passages,
                     "sentences": sentences,
                     "chunk_passages_per_s": round(written / seconds),
+                    "seal_s": round(time.perf_counter() - sealing, 1),
                     "elapsed_s": round(time.perf_counter() - writing),
                     "server_rss_gib": rss_gib(server.server_pid()),
                     "available_gib": available_gib(),
@@ -114,6 +124,10 @@ def main() -> None:
         )
         latencies, found_gold = [], []
         try:
+            sealing = time.perf_counter()
+            store.wait_until_indexed()
+            sealed = {"seal_s": round(time.perf_counter() - sealing, 1), "server_rss_gib": rss_gib(server.server_pid())}
+            print(sealed, flush=True)
             retriever.retrieve(questions[0][0])
             for question, _, gold in questions[: args.questions]:
                 began = time.perf_counter()
@@ -126,6 +140,7 @@ def main() -> None:
                 "p95_ms": round(1000 * float(np.percentile(latencies, 95)), 1),
                 "top20": round(100 * float(np.mean(found_gold)), 1),
                 "server_rss_gib": rss_gib(server.server_pid()),
+                "sealed_before_queries": sealed,
             }
         except MilvusUnavailableError as error:
             queries = {"questions_answered": len(latencies), "error": str(error).splitlines()[0]}
@@ -135,7 +150,8 @@ def main() -> None:
         data_gib, by_folder = folder_gib(data), data_by_folder(data)
         shutil.rmtree(data, ignore_errors=True)
     report = {
-        "command": f"python benchmarks/scale.py milvus-capacity --passages {args.passages} --minutes {args.minutes:g}",
+        "command": f"python benchmarks/scale.py milvus-capacity --passages {args.passages} --minutes {args.minutes:g}"
+        f" --seal-every {args.seal_every}",
         "wall_s": round(time.perf_counter() - started),
         "stopped": stopped,
         "server_config": "default",
