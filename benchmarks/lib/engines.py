@@ -9,8 +9,9 @@ Vectors: the real MiniLM sentence vectors of the 20,963 SQuAD paragraphs (encode
 distractor passages (synthetic sentences, Gaussian-fitted vectors). Every engine gets the same sentence Documents
 with their vectors through its ``write_documents``, so the write rate is the engine's own cost (encoding is the
 same for all and left out). Engines: FAISS ``exact`` (Flat, top_n 3,000), FAISS ``million`` (HNSW32,SQ8,
-efSearch 1,000, top_n 1,000), both on SQLite, and ``MilvusDocumentStore`` with the ``flat`` and ``hnsw`` presets
-on a Milvus standalone server on loopback, a fresh one for each Milvus engine, and pgvector-haystack's
+efSearch 1,000, top_n 1,000), both on SQLite, and ``MilvusDocumentStore`` with the Milvus presets on a Milvus
+standalone server on loopback, a fresh one for each Milvus engine, queried once the server has built its index
+(``wait_until_indexed``, timed apart as ``index_build_s``), and pgvector-haystack's
 ``PgvectorDocumentStore`` (exact or HNSW; ranked by the driver or in the database) on a fresh PostgreSQL + pgvector
 server of its own, in ``.venv2``. Each engine runs in its own child
 process, so the serving process's peak RSS is its own; the server's RSS is read from ``/proc`` after the queries.

@@ -3,13 +3,15 @@
 Passages stream into one ``MilvusDocumentStore`` (preset ``flat``, the benchmark's vectors: the real SQuAD
 paragraphs first, then ``cost_growth.py``'s distractors) on a fresh server on loopback with Milvus's default
 configuration, a chunk at a time through
-``write_documents``. After each chunk it records the passages and sentences written, the chunk's write rate, the
+``write_documents``, waiting for the server to seal and index what was written every ``--seal-every`` passages
+(``wait_until_indexed``: growing segments hold rows in a costlier form) and once more before the questions.
+After each chunk it records the passages and sentences written, the chunk's write rate, the
 server's RSS and the machine's available memory. It stops at ``--passages``, at ``--minutes``, when the machine's
 available memory falls under ``--floor-gib`` (so the attempt never takes the machine down) or when the server
 stops answering within the store's timeout, then answers
 ``--questions`` dev questions on what was written (p50 / p95, top-20 against the gold paragraph).
 
-    .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 40
+    .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 45
     # -> benchmarks/results/milvus_capacity.json
 """
 
