@@ -65,9 +65,9 @@ docs: setup
 # then Haystack 2.x in its own environment, with the framework-free core tests (tests/core) run in both.
 # TEST_WORKERS pytest processes share each suite (pytest-xdist; a module's tests stay in one process, so a
 # module-scoped fixture is built once), each on cores / TEST_WORKERS threads (tests/support/worker_threads.py);
-# TEST_WORKERS=0 runs in one process. -rs names every skipped test and why; --durations names the slowest.
+# TEST_WORKERS=0 runs in one process. -rfEs names every failed, erroring and skipped test (and why skipped); --durations names the slowest.
 TEST_WORKERS ?= 2
-PYTEST_ARGS = -q -rs --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
+PYTEST_ARGS = -q -rfEs --nbmake --nbmake-timeout=900 -n $(TEST_WORKERS) --dist loadscope --durations=10
 # the three set-ups run side by side (network and disk bound: 109 s against 187 s one after the other, both
 # environments from an empty pip cache on a 2-core machine), then the checks and the two suites one after the other
 test:

@@ -79,16 +79,21 @@ def served(index: MilvusSentenceIndex) -> list:
     ]
 
 
-def wait_ready(index: MilvusSentenceIndex) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < READY_WITHIN:
+def once_ready(index: MilvusSentenceIndex, check):
+    """``check()`` (reads and assertions) once the restarted server serves the collection, repeated while the server
+    answers "unavailable": a restarted server can serve a collection and then briefly not (the killed server's
+    sessions expire, and its segments are assigned again), so one successful read is no proof that the next one
+    is served. Only unavailability is retried; a wrong answer fails at once."""
+    deadline = time.monotonic() + READY_WITHIN
+    while True:
         try:
             index.count()
             index.search(QUERIES[:1], 1)
-            return time.monotonic() - started
+            return check()
         except MilvusUnavailableError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the restarted server did not serve within {READY_WITHIN} s") from None
             time.sleep(0.5)
-    raise AssertionError(f"the restarted server did not serve within {READY_WITHIN} s")
 
 
 def stored_passages(index: MilvusSentenceIndex) -> dict:
@@ -203,15 +208,13 @@ def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, po
     assert not thread.is_alive(), "the writer hung on a dead server"
     assert acknowledged, "no write was acknowledged before the kill"
     server.start()
-    wait_ready(index)  # the same index object reconnects
-    stored = stored_passages(index)
-    counts = assert_whole(stored, index)
+    counts = once_ready(index, lambda: assert_whole(stored_passages(index), index))  # the same object reconnects
     for pid, (count, version) in acknowledged.items():  # the interrupted write may have replaced or removed one
         allowed = [(count, version)] + ([failed[pid], None] if pid in failed else [])
         found = (counts[pid], version_of(index, pid)) if pid in counts else None
         assert found in allowed, f"{pid}: acknowledged {count, version}, stored {found}"
-    expected_state = {pid: (counts[pid], version_of(index, pid)) for pid in counts}
-    assert same(served(index), exact_answer(expected_state))
+    expected_state = once_ready(index, lambda: {pid: (counts[pid], version_of(index, pid)) for pid in counts})
+    assert same(once_ready(index, lambda: served(index)), exact_answer(expected_state))
 
 
 def version_of(index: MilvusSentenceIndex, pid: str) -> int:
@@ -250,9 +253,9 @@ def test_queries_to_a_killed_server_fail_clearly_and_answer_again_after_the_rest
     assert all(right for _, right, _ in outcomes), "a query answered wrong"
     assert max(seconds for _, _, seconds in outcomes) < FAILS_WITHIN
     server.start()
-    wait_ready(index)
-    assert same(served(index), expected)
-    assert assert_whole(stored_passages(index), index) == {pid: count for pid, (count, _) in state.items()}
+    assert same(once_ready(index, lambda: served(index)), expected)
+    stored = once_ready(index, lambda: assert_whole(stored_passages(index), index))
+    assert stored == {pid: count for pid, (count, _) in state.items()}
 
 
 def test_soak_one_writer_three_readers_and_a_server_kill(server):
@@ -313,8 +316,8 @@ def test_soak_one_writer_three_readers_and_a_server_kill(server):
     assert errors and max(errors) < FAILS_WITHIN
     assert len(states) > 20 and len(answers) > 50
     final = {pid: count for pid, (count, _) in states[-1].items()}
-    assert assert_whole(stored_passages(index), index) == final
-    assert same(served(index), exact_answer(states[-1]))
+    assert once_ready(index, lambda: assert_whole(stored_passages(index), index)) == final
+    assert same(once_ready(index, lambda: served(index)), exact_answer(states[-1]))
 
 
 def window_answers(states, first, last, cache):
