@@ -2,9 +2,13 @@
 questions over all 20,963 paragraphs, split by ``DCSRSentenceSplitter``, embedded by ``DCSRDocumentEmbedder``,
 written by ``DocumentWriter`` into a ``DCSRMilvusDocumentStore`` on a Milvus server started for the run (Milvus's
 default configuration), ranked by the 2.x ``DCSRRetriever`` (top_n 3,000 and top 100, as ``squad_open.py`` ranks
-the 1.x row). Run in the 2.x environment:
+the 1.x row). ``--store inmemory`` writes into Haystack's ``InMemoryDocumentStore`` instead (exact; its search
+builds an array of every stored embedding for each query, so run it on a sample with ``--questions``: the report
+gives the seconds a query took). Run in the 2.x environment:
 
     SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --out benchmarks/results/squad_open_2x.json
+    SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --store inmemory --questions 200 \
+        --out benchmarks/results/squad_open_2x_inmemory.json
 
 A hit is a returned passage holding an answer (``core.ranking.metrics.first_hit_ranks``), as for the 1.x rows.
 """
@@ -22,6 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "lib"), str(ROOT / "tests" / "support")]
 
+import numpy as np  # noqa: E402
 from squad_data import DATA, read_squad  # noqa: E402
 
 from haystack_dcsr.core.ranking.hasans import TOP_N_SENTENCES  # noqa: E402
@@ -35,12 +40,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="SQuAD v1.1's folder (default: $SQUAD)")
     parser.add_argument("--passages", type=int, default=0, help="only the first N paragraphs (0: all; a quick check)")
     parser.add_argument("--questions", type=int, default=0, help="only the first N dev questions (0: all)")
+    parser.add_argument("--store", choices=("milvus", "inmemory"), default="milvus")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "squad_open_2x.json")
     args = parser.parse_args()
 
     from haystack import Document, Pipeline
     from haystack.components.writers import DocumentWriter
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
     from milvus_server import MilvusServer
 
     from haystack_dcsr.haystack2 import (
@@ -60,9 +67,12 @@ def main() -> None:
         questions = questions[: args.questions]
     texts = {pid: text for pid, _, text in paragraphs}
     with tempfile.TemporaryDirectory(prefix="dcsr-squad-2x-") as data:
-        server = MilvusServer(Path(data), config={}).start()  # Milvus's own configuration
+        server = MilvusServer(Path(data), config={}).start() if args.store == "milvus" else None  # Milvus's defaults
         try:
-            store = DCSRMilvusDocumentStore(uri=server.uri, collection_name="squad", index_preset="flat")
+            if server:
+                store = DCSRMilvusDocumentStore(uri=server.uri, collection_name="squad", index_preset="flat")
+            else:
+                store = InMemoryDocumentStore(embedding_similarity_function="dot_product")
             indexing = Pipeline()
             indexing.add_component("split", DCSRSentenceSplitter(model=args.model))
             indexing.add_component("embed", DCSRDocumentEmbedder(model=args.model, progress_bar=True))
@@ -77,23 +87,30 @@ def main() -> None:
             retriever = DCSRRetriever(
                 document_store=store, model=args.model, top_k=100, top_n_sentences=TOP_N_SENTENCES
             )
-            query_started = time.perf_counter()
-            ranked = [[d.id for d in retriever.run(query=q)["documents"]] for q, _, _ in questions]
+            query_started, ranked, latencies = time.perf_counter(), [], []
+            for question, _, _ in questions:
+                began = time.perf_counter()
+                ranked.append([d.id for d in retriever.run(query=question)["documents"]])
+                latencies.append(time.perf_counter() - began)
             query_s = time.perf_counter() - query_started
         finally:
-            server.stop()
+            if server:
+                server.stop()
     ranks = first_hit_ranks([[texts[pid] for pid in r] for r in ranked], [answers for _, answers, _ in questions])
     accuracy = {str(k): round(100 * v, 1) for k, v in top_k_accuracy(ranks, KS).items()}
     report = {
         "command": "python benchmarks/squad_open_2x.py"
         + (f" --passages {args.passages}" if args.passages else "")
-        + (f" --questions {args.questions}" if args.questions else ""),
-        "system": f"DCSR zero-shot, {args.model}, Haystack 2.x on DCSRMilvusDocumentStore (flat, Milvus defaults)",
+        + (f" --questions {args.questions}" if args.questions else "")
+        + (f" --store {args.store}" if args.store != "milvus" else ""),
+        "system": f"DCSR zero-shot, {args.model}, Haystack 2.x on "
+        + ("DCSRMilvusDocumentStore (flat, Milvus defaults)" if server else "InMemoryDocumentStore (dot_product)"),
         "passages": len(paragraphs),
         "questions": len(questions),
         "top_k": accuracy,
         "index_s": round(index_s),
         "query_s": round(query_s),
+        "query_p50_s": round(float(np.percentile(latencies, 50)), 3),
         "wall_s": round(time.perf_counter() - started),
     }
     args.out.write_text(json.dumps(report, indent=1) + "\n")

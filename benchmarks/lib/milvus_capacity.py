@@ -1,17 +1,23 @@
 """How far one Milvus standalone server goes towards a million passages on this machine.
 
-Passages stream into one ``MilvusDocumentStore`` (preset ``flat``, the benchmark's vectors: the real SQuAD
-paragraphs first, then ``cost_growth.py``'s distractors) on a fresh server on loopback with Milvus's default
+Passages stream into one ``MilvusDocumentStore`` (preset ``flat``, ``duplicate_documents`` as
+``--duplicate-documents`` says: ``skip``, a load's setting, inserts the passages not stored yet; ``overwrite``
+upserts each), the benchmark's vectors: the real SQuAD
+paragraphs first, then ``cost_growth.py``'s distractors, on a fresh server on loopback with Milvus's default
 configuration, a chunk at a time through
 ``write_documents``, waiting for the server to seal and index what was written every ``--seal-every`` passages
 (``wait_until_indexed``: growing segments hold rows in a costlier form) and once more before the questions.
 After each chunk it records the passages and sentences written, the chunk's write rate, the
-server's RSS and the machine's available memory. It stops at ``--passages``, at ``--minutes``, when the machine's
-available memory falls under ``--floor-gib`` (so the attempt never takes the machine down) or when the server
-stops answering within the store's timeout, then answers
+server's RSS and the machine's available memory, and where the chunk's time went: the seconds spent in each kind of
+request to the server (``requests_s``: reading the stored versions' heads, the upserts), the rest being the
+client's own work. A chunk whose write the server
+did not answer within the store's timeout (busy compacting) is written again once the server answers, as the
+store's error advises, up to ``--retries`` times (counted in ``retries``). It stops at ``--passages``, at
+``--minutes``, when the machine's available memory falls under ``--floor-gib`` (so the attempt never takes the
+machine down) or when a chunk failed past its retries, then answers
 ``--questions`` dev questions on what was written (p50 / p95, top-20 against the gold paragraph).
 
-    .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 45
+    .venv/bin/python benchmarks/scale.py milvus-capacity --passages 1000000 --minutes 60
     # -> benchmarks/results/milvus_capacity.json
 """
 
@@ -52,10 +58,50 @@ def data_by_folder(data: Path, depth: int = 2) -> dict:
     return {key: round(size / 2**30, 3) for key, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size > 2**24}
 
 
+def timed_requests(index) -> dict:
+    """Seconds spent in each kind of request of ``index`` (by the name its requests give, such as "read passage
+    heads"), summed until the dict is cleared."""
+    phases: dict = {}
+    request = index._request
+
+    def timed(what, *args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return request(what, *args, **kwargs)
+        finally:
+            phases[what] = phases.get(what, 0.0) + time.perf_counter() - began
+
+    index._request = timed
+    return phases
+
+
+def write_with_retries(store, docs, retries: int):
+    """Write ``docs``; after a stall past the store's timeout wait until the server answers a count, then write
+    the whole chunk again (passages are written whole, so a re-write converges). Returns (retries used, the last
+    error's first line or None)."""
+    from haystack_dcsr.core.indexes.milvus_index import MilvusUnavailableError
+
+    for attempt in range(retries + 1):
+        try:
+            store.write_documents(docs)
+            return attempt, None
+        except MilvusUnavailableError as stalled:
+            error = str(stalled).splitlines()[0]
+            print(f"write stalled (attempt {attempt + 1}): {error}", flush=True)
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                try:
+                    store.get_document_count()
+                    break
+                except MilvusUnavailableError:
+                    time.sleep(5)
+    return retries, error
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
-    parser.add_argument("--minutes", type=float, default=40.0, help="stop writing after this long")
+    parser.add_argument("--minutes", type=float, default=60.0, help="stop writing after this long")
     parser.add_argument("--floor-gib", type=float, default=3.0, help="stop when the machine has less available")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument(
@@ -63,6 +109,13 @@ def main() -> None:
         type=int,
         default=100_000,
         help="passages between waits for the server to seal and index what was written (0: only at the end)",
+    )
+    parser.add_argument("--retries", type=int, default=2, help="writes of a chunk again after a server stall")
+    parser.add_argument(
+        "--duplicate-documents",
+        choices=("overwrite", "skip"),
+        default="skip",
+        help="the store's policy: skip inserts new passages; overwrite upserts every passage (a re-load)",
     )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -79,20 +132,27 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="dcsr-milvus-capacity-"))
     server = MilvusServer(data, config={}).start()  # Milvus's default configuration, as an operator runs it
     try:
-        store = MilvusDocumentStore(uri=server.uri, index="capacity", index_preset="flat", progress_bar=False)
+        store = MilvusDocumentStore(
+            uri=server.uri,
+            index="capacity",
+            index_preset="flat",
+            duplicate_documents=args.duplicate_documents,
+            progress_bar=False,
+        )
+        phases = timed_requests(store.sentence_index())
         passages = sentences = 0
         writing = time.perf_counter()
         for found, chunk, vectors in corpus_chunks(args.passages):
             questions = questions or found
             docs = with_vectors(chunk, vectors)
+            phases.clear()
             chunk_started = time.perf_counter()
-            try:
-                store.write_documents(docs)
-            except MilvusUnavailableError as error:  # the server stalled past the store's timeout: a finding
-                stopped = f"the server did not answer within the store's timeout: {str(error).splitlines()[0]}"
+            retries, error = write_with_retries(store, docs, args.retries)
+            if error:  # the server stalled past the store's timeout, every time: a finding
+                stopped = f"the server did not answer within the store's timeout ({retries} retries): {error}"
                 print(stopped, flush=True)
                 break
-            seconds = time.perf_counter() - chunk_started
+            seconds, requests = time.perf_counter() - chunk_started, dict(phases)
             written = len({d.meta["dcsr"]["passage_id"] for d in docs})
             passages += written
             sentences += len(docs)
@@ -104,6 +164,8 @@ def main() -> None:
                     "passages": passages,
                     "sentences": sentences,
                     "chunk_passages_per_s": round(written / seconds),
+                    "requests_s": {what: round(spent, 1) for what, spent in requests.items()},
+                    "retries": retries,
                     "seal_s": round(time.perf_counter() - sealing, 1),
                     "elapsed_s": round(time.perf_counter() - writing),
                     "server_rss_gib": rss_gib(server.server_pid()),
@@ -153,7 +215,7 @@ def main() -> None:
         shutil.rmtree(data, ignore_errors=True)
     report = {
         "command": f"python benchmarks/scale.py milvus-capacity --passages {args.passages} --minutes {args.minutes:g}"
-        f" --seal-every {args.seal_every}",
+        f" --seal-every {args.seal_every} --retries {args.retries} --duplicate-documents {args.duplicate_documents}",
         "wall_s": round(time.perf_counter() - started),
         "stopped": stopped,
         "server_config": "default",

@@ -100,7 +100,7 @@ class DCSRMilvusDocumentStore:
                 "sentence (DCSRDocumentEmbedder) or none, so that no passage is served half-embedded"
             )
         if policy in (DuplicatePolicy.SKIP, DuplicatePolicy.FAIL):
-            stored = {row.id for row in self.index.sentences(ids=[doc.id for doc in documents])}
+            stored = self.index.stored_ids([doc.id for doc in documents])
             if stored and policy == DuplicatePolicy.FAIL:
                 raise DuplicateDocumentError(
                     f"{len(stored)} sentence Document(s) exist already in collection {self.collection_name!r}: "
@@ -109,7 +109,8 @@ class DCSRMilvusDocumentStore:
             skipped = {position(doc, SPLITTER).passage_id for doc in documents if doc.id in stored}
             documents = [doc for doc in documents if position(doc, SPLITTER).passage_id not in skipped]
         vectors = np.asarray([doc.embedding for doc in documents], np.float32) if documents and all(embedded) else None
-        return self.index.write(documents, vectors)
+        new = policy in (DuplicatePolicy.SKIP, DuplicatePolicy.FAIL)  # only passages with no stored sentence are left
+        return self.index.write(documents, vectors, new=new)
 
     def delete_documents(self, document_ids: List[str]) -> None:
         """Delete sentence Documents by id (a passage left without one of its sentences is no longer served)."""

@@ -44,14 +44,14 @@ def model():
     return DCSRModel.from_pretrained(MODEL, use_gpu=False)
 
 
-def written(model, index, passages):
+def written(model, index, passages, new=False):
     """Write passages with their DCSR vectors (each passage encoded whole), as an indexing pipeline does."""
     units = units_of(model, passages)
     groups = {}
     for unit in units:
         groups.setdefault(unit.meta["dcsr"]["passage_id"], []).append(unit.content)
     vectors = model.encode_passages(list(groups.values()))
-    index.write(units, vectors)
+    index.write(units, vectors, new=new)
     return units
 
 
@@ -97,14 +97,14 @@ def test_a_rewrite_replaces_the_whole_passage_and_filters_read_the_meta(model):
 
 
 class RequestRecorder:
-    """A client whose query, delete and upsert requests are recorded with the expression they name rows by."""
+    """A client whose query, delete, upsert and insert requests are recorded with the expression they name rows by."""
 
     def __init__(self, client):
         self.client, self.requests = client, []
 
     def __getattr__(self, name):
         method = getattr(self.client, name)
-        if name not in ("query", "delete", "upsert"):
+        if name not in ("query", "delete", "upsert", "insert"):
             return method
 
         def recorded(*args, **kwargs):
@@ -134,6 +134,26 @@ def test_a_write_names_what_it_replaces_by_primary_key_only(model):
     recorder.requests.clear()
     written(model, index, {"w": ("New one.", {})})  # the same version again: nothing to delete
     assert [kind for kind, _ in recorder.requests] == ["query", "upsert"]
+
+
+def test_a_write_of_new_passages_inserts_and_stored_ids_see_every_sentence(model):
+    """A load that skips stored passages (the stores' ``skip`` / ``fail``) asks ``stored_ids`` for every sentence id,
+    then writes what is left with ``new=True``: inserts alone, no head read and no delete (an upsert deletes each
+    key, which the server checks against every segment). A passage whose head was deleted directly still has
+    stored sentences, so ``stored_ids`` names them and the load skips it: nothing is stored twice."""
+    index = new_index(DIM)
+    written(model, index, {"x": ("Alpha one is here. Alpha two is here. Alpha three.", {}), "y": ("Beta one.", {})})
+    index.delete(ids=["x#0"])  # x keeps x#1 and x#2, never served
+    assert index.stored_ids(["x#0", "x#1", "x#2", "y#0", "z#0", "z#1"]) == {"x#1", "x#2", "y#0"}
+    recorder = RequestRecorder(index.client)
+    index._client = recorder
+    units = written(model, index, {"z": ("Gamma one is here. Gamma two is here.", {}), "w": ("Delta one.", {})}, True)
+    assert len(units) == 3 and [kind for kind, _ in recorder.requests] == ["insert"]
+    assert sorted(row.id for row in index.sentences()) == ["w#0", "x#1", "x#2", "y#0", "z#0", "z#1"]
+    assert index.count() == 6  # each inserted key once
+    query = model.encode_queries(["Where is gamma two?"])
+    (ranked,) = rank_passages(index, query, model.temperature, 3000, 2)
+    assert ranked[0].ref.passage_id == "z" and [s.id for s in ranked[0].sentences] == ["z#0", "z#1"]
 
 
 def test_what_milvus_cannot_honour_is_refused_by_name(model):

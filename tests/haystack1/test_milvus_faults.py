@@ -362,6 +362,35 @@ def test_timeout_bounds_every_call_to_a_hung_server(server):
             time.sleep(1)
 
 
+def test_waiting_for_the_index_outlasts_a_server_too_busy_to_answer_for_a_while(server):
+    """``wait_until_indexed`` after a load: a server that does not answer within the index's timeout for a while (a
+    busy server compacting after ~900k passages timed out a 30 s count inside it) is asked again until the wait's
+    own timeout; one that stays silent past it fails with MilvusUnavailableError, bounded."""
+    MilvusSentenceIndex(server.uri, "patient", DIM, timeout=60).write(*passage("loaded", 3, 0))
+    index = MilvusSentenceIndex(server.uri, "patient", DIM, timeout=2)
+    pid = server.server_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(MilvusUnavailableError, match="did not answer"):
+            index.wait_until_indexed(timeout=3)
+        assert time.monotonic() - started < 8, "the wait outlived its timeout"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    time.sleep(2.0)
+    os.kill(pid, signal.SIGSTOP)
+    resume = threading.Timer(5.0, os.kill, (pid, signal.SIGCONT))
+    resume.start()
+    try:
+        started = time.monotonic()
+        counts = index.wait_until_indexed(timeout=120)
+        assert time.monotonic() - started >= 4.5  # it waited through the stop, and did not give up
+        assert counts["indexed_rows"] >= 3 and index.count() == 3
+    finally:
+        resume.join()
+        os.kill(pid, signal.SIGCONT)
+
+
 def rest_query(port: int, question: str):
     """POST /query: (status, JSON body, Retry-After header, seconds taken)."""
     import json

@@ -26,7 +26,7 @@ write that returned anywhere; ``Bounded`` and ``Eventually`` wait for none (``CO
 import json
 import logging
 import time
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set
 
 import numpy as np
 
@@ -214,10 +214,16 @@ class MilvusSentenceIndex:
 
     # ---- writes ----------------------------------------------------------------------------------
 
-    def write(self, sentences: Sequence[Any], vectors: Optional[np.ndarray] = None) -> int:
+    def write(self, sentences: Sequence[Any], vectors: Optional[np.ndarray] = None, new: bool = False) -> int:
         """Write whole passages: every passage named by ``sentences`` (sentence units: ``id``, ``content``,
         ``meta`` with ``"dcsr"``) loses its stored rows, then gets these. ``vectors``: one per sentence (None:
-        rows wait for ``set_vectors``, and are not searched until then)."""
+        rows wait for ``set_vectors``, and are not searched until then).
+
+        ``new``: the caller found none of these sentence ids stored (``stored_ids``; a load that skips or
+        refuses stored passages), so the rows are inserted. An upsert deletes each key before it inserts, and
+        the server checks every segment for a deleted key, so upserts grow slower as the collection grows;
+        inserts of new keys do not. Two writers inserting one passage id at once would store its rows twice:
+        one writer per passage id at a time, as for every write."""
         if not sentences:
             return 0
         self._require()
@@ -229,11 +235,30 @@ class MilvusSentenceIndex:
                 del by_passage[row["passage_id"]]
             by_passage.setdefault(row["passage_id"], []).append(row)
         self._settle()
-        self._delete_surplus(by_passage)
+        if not new:
+            self._delete_surplus(by_passage)
         written = [list({row["id"]: row for row in passage}.values()) for passage in by_passage.values()]
         for batch in _whole_passages(written, WRITE_BATCH):  # one request never splits a passage
-            self._request("write sentences", "upsert", batch)
+            self._request("write sentences", "insert" if new else "upsert", batch)
         return sum(len(passage) for passage in written)
+
+    def stored_ids(self, ids: Sequence[str]) -> Set[str]:
+        """Which of these sentence ids the collection holds (a read of the ids alone, by primary key)."""
+        if not self.exists:
+            return set()
+        self._settle()
+        found: Set[str] = set()
+        ids = list(ids)
+        for start in range(0, len(ids), READ_BATCH):
+            rows = self._request(
+                "read stored ids",
+                "query",
+                filter=f"id in {literal(ids[start : start + READ_BATCH])}",
+                output_fields=["id"],
+                consistency_level=self.consistency_level,
+            )
+            found.update(row["id"] for row in rows)
+        return found
 
     def _delete_surplus(self, passages: Dict[str, List[Dict[str, Any]]]) -> None:
         """Delete the sentences that upserting these passages' rows would leave of their stored versions: those
@@ -292,24 +317,38 @@ class MilvusSentenceIndex:
         cost until its index is built (minutes for a million rows). Call this after a bulk load and before
         serving or measuring; ``pending_index_rows`` of ``describe_index`` is what an operator watches for the
         same thing. The query nodes swap the indexed segments in at their next check (``queryCoord.checkInterval``,
-        1 s by default), which Milvus 2.3 does not report: this waits ``HANDOFF_S`` for it."""
+        1 s by default), which Milvus 2.3 does not report: this waits ``HANDOFF_S`` for it. A request the busy
+        server does not answer within the index's ``timeout`` is asked again until ``timeout`` (this call's) has
+        passed; a server that stays down then fails with ``MilvusUnavailableError``."""
         if not self.exists:
             return {}
         deadline = time.monotonic() + timeout
-        stored = self.count()
-        self._call(lambda: self.client.flush(self.collection, timeout=timeout), "seal the written rows")
-        while True:
-            state = self._request("describe the index", "describe_index", "vector")
+
+        def patiently(call):
+            """A call the server may not answer within ``self.timeout`` while it compacts and builds (seen after
+            ~900k passages on two cores): asked again until ``timeout`` has passed."""
+            while True:
+                try:
+                    return call()
+                except MilvusUnavailableError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(INDEX_POLL_S)
+
+        stored = patiently(self.count)
+        patiently(lambda: self._call(lambda: self.client.flush(self.collection, timeout=timeout), "seal the rows"))
+        total = indexed = 0
+        while time.monotonic() <= deadline:
+            state = patiently(lambda: self._request("describe the index", "describe_index", "vector"))
             total, indexed = int(state.get("total_rows", 0)), int(state.get("indexed_rows", 0))
             if not int(state.get("pending_index_rows", 0)) and indexed >= stored and indexed >= total:
                 time.sleep(HANDOFF_S)
                 return {"total_rows": total, "indexed_rows": indexed}
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"Milvus collection {self.collection!r}: {indexed} of {max(total, stored)} rows indexed after "
-                    f"{timeout:.0f} s (the server's index nodes are still building; wait longer, or see its log)"
-                )
             time.sleep(INDEX_POLL_S)
+        raise TimeoutError(
+            f"Milvus collection {self.collection!r}: {indexed} of {max(total, stored)} rows indexed after "
+            f"{timeout:.0f} s (the server's index nodes are still building; wait longer, or see its log)"
+        )
 
     # ---- reads -----------------------------------------------------------------------------------
 
