@@ -86,7 +86,9 @@ class DCSRMilvusDocumentStore:
         """Write sentence Documents; each passage named is written whole (its sentences of any other version go).
 
         ``policy``: ``NONE`` and ``OVERWRITE`` re-write a stored passage (DCSR writes passages whole); ``SKIP``
-        leaves a stored passage as it is; ``FAIL`` refuses the call if any sentence is stored already. Returns the
+        leaves a stored passage as it is; ``FAIL`` refuses the call if any sentence is stored already. ``SKIP`` and
+        ``FAIL`` insert the passages that are new, so a load keeps its rate as the collection grows (upserts slow
+        down: ``MilvusSentenceIndex.write``). Returns the
         sentence Documents written. Documents that are not DCSR sentences, or a call that embeds only some of its
         sentences, are refused before anything is written."""
         if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
