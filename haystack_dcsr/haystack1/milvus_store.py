@@ -117,14 +117,12 @@ class MilvusDocumentStore(BaseDocumentStore):
         target = self.sentence_index(index)
         policy = duplicate_documents or self.duplicate_documents
         if policy != "overwrite":
-            stored = target.stored_ids([doc.id for doc in docs])
+            docs, stored = target.unstored_passages(docs)
             if stored and policy == "fail":
                 raise DuplicateDocumentError(
                     f"{len(stored)} document(s) exist already in {STORE} index {target.collection!r}: "
                     f"{', '.join(sorted(stored)[:5])}"
                 )
-            skipped = {position(doc).passage_id for doc in docs if doc.id in stored}
-            docs = [doc for doc in docs if position(doc).passage_id not in skipped]
         vectors = None
         if docs and all(doc.embedding is not None for doc in docs):
             vectors = np.asarray([doc.embedding for doc in docs], dtype=np.float32)

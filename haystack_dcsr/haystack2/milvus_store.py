@@ -101,17 +101,15 @@ class DCSRMilvusDocumentStore:
                 f"{embedded.count(False)} of {len(documents)} sentence Documents have no embedding: embed every "
                 "sentence (DCSRDocumentEmbedder) or none, so that no passage is served half-embedded"
             )
-        if policy in (DuplicatePolicy.SKIP, DuplicatePolicy.FAIL):
-            stored = self.index.stored_ids([doc.id for doc in documents])
+        new = policy in (DuplicatePolicy.SKIP, DuplicatePolicy.FAIL)  # only passages with no stored sentence are left
+        if new:
+            documents, stored = self.index.unstored_passages(documents)
             if stored and policy == DuplicatePolicy.FAIL:
                 raise DuplicateDocumentError(
                     f"{len(stored)} sentence Document(s) exist already in collection {self.collection_name!r}: "
                     f"{', '.join(sorted(stored)[:5])}"
                 )
-            skipped = {position(doc, SPLITTER).passage_id for doc in documents if doc.id in stored}
-            documents = [doc for doc in documents if position(doc, SPLITTER).passage_id not in skipped]
         vectors = np.asarray([doc.embedding for doc in documents], np.float32) if documents and all(embedded) else None
-        new = policy in (DuplicatePolicy.SKIP, DuplicatePolicy.FAIL)  # only passages with no stored sentence are left
         return self.index.write(documents, vectors, new=new)
 
     def delete_documents(self, document_ids: List[str]) -> None:

@@ -145,6 +145,9 @@ def test_a_write_of_new_passages_inserts_and_stored_ids_see_every_sentence(model
     written(model, index, {"x": ("Alpha one is here. Alpha two is here. Alpha three.", {}), "y": ("Beta one.", {})})
     index.delete(ids=["x#0"])  # x keeps x#1 and x#2, never served
     assert index.stored_ids(["x#0", "x#1", "x#2", "y#0", "z#0", "z#1"]) == {"x#1", "x#2", "y#0"}
+    again = units_of(model, {"x": ("Alpha one is here. Alpha two is here. Alpha three.", {}), "v": ("Nu one.", {})})
+    left, stored = index.unstored_passages(again)
+    assert [unit.id for unit in left] == ["v#0"] and stored == {"x#1", "x#2"}  # x is skipped, not stored twice
     recorder = RequestRecorder(index.client)
     index._client = recorder
     units = written(model, index, {"z": ("Gamma one is here. Gamma two is here.", {}), "w": ("Delta one.", {})}, True)

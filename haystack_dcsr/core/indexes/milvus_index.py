@@ -26,7 +26,7 @@ write that returned anywhere; ``Bounded`` and ``Eventually`` wait for none (``CO
 import json
 import logging
 import time
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -247,35 +247,40 @@ class MilvusSentenceIndex:
         if not self.exists:
             return set()
         self._settle()
-        found: Set[str] = set()
-        ids = list(ids)
+        return {row["id"] for row in self._rows_by_id("read stored ids", ids, ["id"])}
+
+    def unstored_passages(self, sentences: Sequence[Any]) -> Tuple[List[Any], Set[str]]:
+        """The sentences of the passages none of whose sentence ids is stored (what ``write(new=True)`` inserts),
+        and the stored ids among them: a load that skips stored passages writes the first, one that refuses them
+        (``fail``) refuses when the second is not empty. Any stored sentence counts, not only a head, so a passage
+        whose head was deleted directly is skipped rather than stored twice."""
+        stored = self.stored_ids([unit.id for unit in sentences])
+        skipped = {position(unit).passage_id for unit in sentences if unit.id in stored}
+        return [unit for unit in sentences if position(unit).passage_id not in skipped], stored
+
+    def _rows_by_id(self, what: str, ids: Sequence[str], fields: List[str]) -> List[Dict[str, Any]]:
+        """The rows with these primary keys (``fields`` of each), ``READ_BATCH`` ids a request: a read whose
+        cost does not grow with the collection."""
+        ids, rows = list(ids), []
         for start in range(0, len(ids), READ_BATCH):
-            rows = self._request(
-                "read stored ids",
-                "query",
-                filter=f"id in {literal(ids[start : start + READ_BATCH])}",
-                output_fields=["id"],
-                consistency_level=self.consistency_level,
+            rows.extend(
+                self._request(
+                    what,
+                    "query",
+                    filter=f"id in {literal(ids[start : start + READ_BATCH])}",
+                    output_fields=fields,
+                    consistency_level=self.consistency_level,
+                )
             )
-            found.update(row["id"] for row in rows)
-        return found
+        return rows
 
     def _delete_surplus(self, passages: Dict[str, List[Dict[str, Any]]]) -> None:
         """Delete the sentences that upserting these passages' rows would leave of their stored versions: those
         past the new sentence count, up to the stored version's (its head, sentence #0, says how many), by
         primary key. Reading heads and deleting by key cost the same whatever the collection holds (an expression
         over ``passage_id`` or a JSON field scans every row, so each write grew slower with the collection)."""
-        heads: Dict[str, Dict[str, Any]] = {}
-        ids = [head_id(pid) for pid in passages]
-        for start in range(0, len(ids), READ_BATCH):
-            rows = self._request(
-                "read passage heads",
-                "query",
-                filter=f"id in {literal(ids[start : start + READ_BATCH])}",
-                output_fields=["id", "position"],
-                consistency_level=self.consistency_level,
-            )
-            heads.update((row["position"]["passage_id"], row["position"]) for row in rows)
+        rows = self._rows_by_id("read passage heads", [head_id(pid) for pid in passages], ["id", "position"])
+        heads = {row["position"]["passage_id"]: row["position"] for row in rows}
         surplus = [
             sentence_id(pid, index)
             for pid, rows in passages.items()
