@@ -113,3 +113,21 @@ def test_a_reader_does_not_wait_for_the_time_tick_and_sees_other_writers_within_
             timings[level].append(time.perf_counter() - began)
     # Strong waits for the next time tick (up to 200 ms) on every search and read; Session waits for nothing
     assert statistics.median(timings["Session"]) < statistics.median(timings["Strong"]) / 2, timings
+
+
+def test_the_wait_after_a_load_returns_once_the_query_node_serves_the_sealed_segments(default_server):
+    """A sealed, indexed segment is not yet a served one: the query node keeps answering from the growing
+    segment (searched by brute force) until its coordinator next updates the collection's target, 10-15 s after
+    the seal with Milvus's defaults. ``wait_until_indexed`` returns only once every sealed segment holding rows is
+    loaded, so a collection is served, and measured, as it will stay."""
+    index = MilvusSentenceIndex(default_server.uri, f"load_{uuid.uuid4().hex[:8]}", DIM)
+    for n in range(3):
+        index.write(*passage(f"p{n}", "One sentence here. And another one"))
+    assert served(index, np.eye(DIM, dtype=np.float32)[:1])  # the collection is loaded and answering
+    index.wait_until_indexed(timeout=120)
+    sealed = {
+        s.segment_id for s in index.client.list_persistent_segments(index.collection) if str(s.state) == "Flushed"
+    }
+    loaded = {s.segment_id for s in index.client.list_loaded_segments(index.collection) if str(s.state) == "Sealed"}
+    assert sealed and sealed <= loaded, (sealed, loaded)
+    index.drop()
