@@ -2,12 +2,12 @@
 questions over all 20,963 paragraphs, split by ``DCSRSentenceSplitter``, embedded by ``DCSRDocumentEmbedder``,
 written by ``DocumentWriter`` into a ``DCSRMilvusDocumentStore`` on a Milvus server started for the run (Milvus's
 default configuration), ranked by the 2.x ``DCSRRetriever`` (top_n 3,000 and top 100, as ``squad_open.py`` ranks
-the 1.x row). ``--store inmemory`` writes into Haystack's ``InMemoryDocumentStore`` instead (exact; its search
-builds an array of every stored embedding for each query, so run it on a sample with ``--questions``: the report
-gives the seconds a query took). Run in the 2.x environment:
+the 1.x row). ``--store inmemory`` writes into Haystack's ``InMemoryDocumentStore`` instead (exact; the DCSR
+adapter searches a view of its Documents, ``haystack2.stores.InMemoryView``). The report gives the p50 seconds a
+query took. Run in the 2.x environment:
 
     SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --out benchmarks/results/squad_open_2x.json
-    SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --store inmemory --questions 200 \
+    SQUAD=path/to/squad .venv2/bin/python benchmarks/squad_open_2x.py --store inmemory \
         --out benchmarks/results/squad_open_2x_inmemory.json
 
 A hit is a returned passage holding an answer (``core.ranking.metrics.first_hit_ranks``), as for the 1.x rows.

@@ -12,6 +12,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack_dcsr import DCSRModel
 from haystack_dcsr.core.ranking.fusion import fuse
 from haystack_dcsr.core.ranking.hasans import hasans_scores
+from haystack_dcsr.core.text.sentence_units import PassageRef, position
 from haystack_dcsr.haystack2 import DCSRDocumentEmbedder, DCSRHybridJoiner, DCSRRetriever, DCSRSentenceSplitter
 
 MODEL = "all-MiniLM-L6-v2"
@@ -478,3 +479,54 @@ def test_delete_passages_removes_whole_passages_stale_sentences_included(kind, p
     assert all(d.meta["kind"] == "other" for d in store.filter_documents())
     with pytest.raises(ValueError, match="passage_ids or filters"):
         retriever.delete_passages()
+
+
+def test_in_memory_searches_and_reads_a_view_equal_to_the_stores_own_search_and_follows_every_write(passages):
+    """On ``InMemoryDocumentStore`` an unfiltered search and the reads of passages run over a view of the store's
+    Documents (the store's own ``embedding_retrieval`` builds an array of every embedding per call): the same
+    hits, order and scores as the store's search, rebuilt after a write or delete through any instance sharing
+    the store's index; filtered searches stay the store's own."""
+    from haystack_dcsr.haystack2.stores import InMemorySentences
+
+    index = f"view_{np.random.default_rng().integers(1 << 30)}"
+    store, other = InMemoryDocumentStore(index=index), InMemoryDocumentStore(index=index)  # one shared storage
+    indexing(store).run({"split": {"documents": passages}})
+    sentences = InMemorySentences(store)
+    queries = DCSRModel.from_pretrained(MODEL, use_gpu=False).encode_queries([q for q, _ in QUESTIONS])
+    asked = []
+    store.embedding_retrieval = lambda **kwargs: (
+        asked.append(kwargs) or InMemoryDocumentStore.embedding_retrieval(store, **kwargs)
+    )
+
+    def hits_equal_the_stores_own(top_n):
+        for vector, hits in zip(queries, sentences.search(queries, top_n, None)):
+            own = InMemoryDocumentStore.embedding_retrieval(
+                store, query_embedding=list(map(float, vector)), top_k=top_n, scale_score=False
+            )
+            ids = [f"{hits.passages[k].passage_id}#{i}" for k, i in zip(hits.passage_keys, hits.sentence_indices)]
+            assert ids == [doc.id for doc in own]
+            assert np.allclose(hits.scores, [doc.score for doc in own], rtol=0, atol=1e-12)
+
+    hits_equal_the_stores_own(4)
+    hits_equal_the_stores_own(100)  # more than the store holds: every sentence, in the store's order
+    assert asked == []  # the store's own search was not asked
+    paris = next(p for p in passages if p.id == "Paris")
+    rewritten = Document(id="Paris", content="Paris is a city. It is on the Seine.", meta=paris.meta)
+    indexing(other).run({"split": {"documents": [rewritten]}})  # written through another instance
+    hits_equal_the_stores_own(100)
+    read = sentences.read(
+        [
+            PassageRef(
+                "Paris",
+                2,
+                position(store.filter_documents({"field": "id", "operator": "==", "value": "Paris#0"})[0]).version,
+            )
+        ],
+        {},
+    )
+    assert [d.content for d in next(iter(read.values()))] == ["Paris is a city.", "It is on the Seine."]
+    other.delete_documents(["Berlin#0"])
+    hits_equal_the_stores_own(100)
+    assert "Berlin#0" not in {d.id for d in sentences._stored([PassageRef("Berlin", 3)])}
+    sentences.search(queries[:1], 4, {"field": "meta.kind", "operator": "==", "value": "city"})
+    assert len(asked) == 1 and asked[0]["filters"]  # filtered: the store's own search
