@@ -370,8 +370,8 @@ class MilvusSentenceIndex:
 
     def _unserved_segments(self) -> Set[int]:
         """The collection's sealed segments holding rows that its query node does not serve yet (by id)."""
-        if not hasattr(self.client, "list_loaded_segments"):  # an older pymilvus: the swap, as measured, waited for
-            time.sleep(HANDOFF_S)
+        if not hasattr(self.client, "list_loaded_segments"):  # a pymilvus that cannot list them: wait as long as
+            time.sleep(HANDOFF_S)  # the swap took on a default server
             return set()
 
         def segments(method: str):
