@@ -321,16 +321,17 @@ class MilvusSentenceIndex:
         its query node serves them from the sealed, indexed segments; returns the index's row counts
         (``total_rows``, ``indexed_rows``: both count deleted rows until compaction drops them).
 
-        Milvus indexes only sealed segments: rows still in growing segments, or sealed ones whose index is being
-        built, are searched by brute force. Right after a load an ``hnsw`` collection therefore answers at a scan's
-        cost until its index is built (minutes for a million rows). Call this after a bulk load and before
-        serving or measuring; ``pending_index_rows`` of ``describe_index`` is what an operator watches for the
-        same thing. A built index is not yet a served one: the query node keeps answering from the growing
-        segments until its coordinator next updates the collection's target (10-15 s after the seal on a server
-        with Milvus's default configuration), so this also waits until every sealed segment is listed as loaded
-        (``list_loaded_segments``; where the client has no such call, ``HANDOFF_S``). A request the busy server
-        does not answer within the index's ``timeout`` is asked again until ``timeout`` (this call's) has
-        passed; a server that stays down then fails with ``MilvusUnavailableError``."""
+        Milvus indexes only sealed segments: rows still in growing segments, or sealed ones whose index is being built,
+        are searched without the collection's index (by brute force, or through the temporary index Milvus builds on
+        growing segments, ``queryNode.segcore.interimIndex``). Right after a load an ``hnsw`` collection therefore
+        answers at a scan's cost until its index is built (minutes for a million rows). Call this after a bulk load and
+        before serving or measuring; ``pending_index_rows`` of ``describe_index`` is what an operator watches for the
+        same thing. A built index is not yet a served one: the query node keeps answering from the growing segments
+        until its coordinator next updates the collection's target (10-15 s after the seal on a server with Milvus's
+        default configuration), so this also waits until every sealed segment is listed as loaded
+        (``list_loaded_segments``; where the client has no such call, ``HANDOFF_S``). A request the busy server does not
+        answer within the index's ``timeout`` is asked again until ``timeout`` (this call's) has passed; a server that
+        stays down then fails with ``MilvusUnavailableError``."""
         if not self.exists:
             return {}
         deadline = time.monotonic() + timeout
