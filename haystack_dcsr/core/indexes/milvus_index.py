@@ -716,16 +716,8 @@ def _hits(rows: Sequence[Dict[str, Any]]) -> SentenceHits:
     if scores is None or positions is None:
         scores = [row["distance"] for row in rows]
         positions = [row.get("entity", row)["position"] for row in rows]
-    keys: Dict[PassageRef, int] = {}
-    passage_keys = [
-        keys.setdefault(PassageRef(p["passage_id"], p["count"], p.get("version", "")), len(keys)) for p in positions
-    ]
-    return SentenceHits(
-        np.asarray(scores, dtype=np.float64),
-        np.array(passage_keys, dtype=np.int64),
-        np.array([p["index"] for p in positions], dtype=np.int32),
-        list(keys),
-    )
+    refs = [PassageRef(p["passage_id"], p["count"], p.get("version", "")) for p in positions]
+    return SentenceHits.keyed(scores, refs, [p["index"] for p in positions])
 
 
 def _position_column(rows) -> Optional[List[Dict[str, Any]]]:

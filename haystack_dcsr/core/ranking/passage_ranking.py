@@ -66,12 +66,26 @@ class SentenceHits:
     ) -> "SentenceHits":
         """Hits from an engine's scored sentences, each keyed by the passage version it names itself: a
         sentence left from an older version of its passage gets that version, which ``read`` cannot serve."""
+        return cls.keyed(
+            scores, [PassageRef.of(where) for where in positions], [where.index for where in positions], documents
+        )
+
+    @classmethod
+    def keyed(
+        cls,
+        scores: Sequence[float],
+        refs: Sequence[PassageRef],
+        sentence_indices: Sequence[int],
+        documents: Mapping[str, Unit] = {},
+    ) -> "SentenceHits":
+        """``of`` for an engine that has each hit's passage version and sentence index without a whole
+        ``SentencePosition`` (Milvus reads them from its result's columns)."""
         keys: Dict[PassageRef, int] = {}
-        passage_keys = [keys.setdefault(PassageRef.of(where), len(keys)) for where in positions]
+        passage_keys = [keys.setdefault(ref, len(keys)) for ref in refs]
         return cls(
             np.asarray(scores, dtype=np.float64),
             np.array(passage_keys, dtype=np.int64),
-            np.array([where.index for where in positions], dtype=np.int32),
+            np.array(sentence_indices, dtype=np.int32),
             list(keys),
             documents=dict(documents),
         )
