@@ -23,13 +23,23 @@ import pytest
 START_TIMEOUT = 180
 # Milvus's background loops, shortened for tests: a new collection is loaded (and a Strong read answered) after
 # these ticks, so at their defaults (1,000 / 500 / 200 ms) each test collection costs seconds; a restarted server
-# waits for the killed one's sessions to expire (30 s by default). Nothing else changes.
+# waits for the killed one's sessions to expire (30 s by default); the query node serves a flush's sealed segments
+# once its coordinator next updates the collection's target (every 10 s by default: a wait after a load took
+# 13-17 s, 1-2 s at 1 s). Nothing else changes.
 TEST_CONFIG = {
     "queryCoord.checkInterval": 100,
     "queryCoord.distPullInterval": 100,
+    "queryCoord.UpdateNextTargetInterval": 1,
     "proxy.timeTickInterval": 50,
     "common.session.ttl": 10,
 }
+
+
+def environment_settings(config: dict) -> dict:
+    """``config`` as the environment variables Milvus also reads its settings from (``proxy.timeTickInterval``:
+    ``PROXY_TIMETICKINTERVAL``). The wrapper's ``--extra-config`` rewrites only the keys its template lists, and
+    silently drops the others (``queryCoord.UpdateNextTargetInterval`` among them)."""
+    return {key.replace(".", "_").upper(): str(value) for key, value in config.items()}
 
 
 def free_port() -> int:
@@ -117,7 +127,7 @@ class MilvusServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "ETCD_CONFIG_PATH": str(etcd)},
+            env={**os.environ, **environment_settings(self.config), "ETCD_CONFIG_PATH": str(etcd)},
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -127,7 +137,10 @@ class MilvusServer:
                 return self
             time.sleep(0.5)
         self.stop()
-        raise RuntimeError(f"milvus-server did not answer on {self.uri} within {START_TIMEOUT} s")
+        raise RuntimeError(
+            f"milvus-server did not answer on {self.uri} within {START_TIMEOUT} s; the end of {log.name}:\n"
+            + log_tail(Path(log.name))
+        )
 
     def _wait_until_port_is_free(self, timeout: float = 120.0) -> None:
         """Wait until the proxy port can be bound as the server binds it (``SO_REUSEADDR``: connections left in
@@ -207,14 +220,28 @@ class MilvusServer:
 _shared: Optional[MilvusServer] = None
 
 
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as error:
+        return f"(unreadable: {error})"
+
+
 def shared_uri() -> str:
     """``MILVUS_URI``, or this process's own server (started on first use, stopped at exit)."""
     global _shared
     if os.environ.get("MILVUS_URI"):
         return os.environ["MILVUS_URI"]
     if _shared is None:
-        folder = Path(tempfile.mkdtemp(prefix="dcsr-milvus-"))
-        server = MilvusServer(folder)
-        atexit.register(lambda: (server.stop(), shutil.rmtree(folder, ignore_errors=True)))
-        _shared = server.start()
+        for attempt in (1, 2):  # a start that hangs is tried once more, on fresh ports and a fresh folder
+            folder = Path(tempfile.mkdtemp(prefix="dcsr-milvus-"))
+            server = MilvusServer(folder)
+            atexit.register(lambda server=server, folder=folder: (server.stop(), shutil.rmtree(folder, True)))
+            try:
+                _shared = server.start()
+                break
+            except RuntimeError as error:
+                if attempt == 2:
+                    raise
+                print(f"the shared Milvus server did not start; starting another: {error}", file=sys.stderr)
     return _shared.uri
