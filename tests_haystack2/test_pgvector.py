@@ -190,3 +190,38 @@ def test_the_guides_pgvector_snippet_runs_as_written(monkeypatch):
 
     monkeypatch.setenv("PG_CONN_STR", pgvector_database())
     run_guide_snippet("# Haystack 2.x + pgvector")
+
+
+def wide_corpus(seed: int = 7):
+    """Passages of 1 to 40 sentences with random vectors of norm 1, some sentences repeated (tied scores)."""
+    rng = np.random.default_rng(seed)
+    sentences, repeated = [], rng.normal(size=DIM)
+    for number, count in enumerate([1, 2, 3, 5, 8, 13, 21, 40, 1, 4, 9, 2]):
+        texts = [f"Sentence {i} of passage {number}." for i in range(count)]
+        starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+        spans = [(int(start), int(start) + len(t)) for start, t in zip(starts, texts)]
+        for doc_id, content, meta in sentence_parts(f"w{number}", " ".join(texts), {"n": number}, spans):
+            vector = repeated if doc_id.endswith("#0") and number % 3 == 0 else rng.normal(size=DIM)
+            embedding = list(vector / np.linalg.norm(vector))
+            sentences.append(Document(id=doc_id, content=content, meta=meta, embedding=embedding))
+    return sentences
+
+
+@pytest.mark.parametrize("temperature", [1e-4, 2e-3, 0.05, 1.0, 1e6])
+def test_hasans_in_the_database_never_underflows_and_equals_the_driver(temperature):
+    """Where PostgreSQL raised "value out of range: underflow" (a softmax weight or the p^3 term below the smallest
+    double: sharp temperatures, un-normalised queries of norm 20-25), the log-space statement answers, and equals the
+    driver (ranking, HasAns and probabilities to 1e-5) over ties, 1- to 40-sentence passages and top_n past the
+    table's size."""
+    store = pgvector_store()
+    corpus = wide_corpus()
+    store.write_documents(corpus)
+    settings = dict(document_store=store, model=MODEL, top_k=12, temperature=temperature)
+    rng = np.random.default_rng(3)
+    for top_n in (5, 60, len(corpus) + 50):
+        driver = DCSREmbeddingRetriever(**settings, top_n_sentences=top_n)
+        database = DCSREmbeddingRetriever(**settings, top_n_sentences=top_n, rank_in_database=True)
+        for norm in (1.0, 20.0, 25.0):
+            vector = rng.normal(size=DIM)
+            query = list(vector / np.linalg.norm(vector) * norm)
+            assert_same_ranking(ranked(database, query), ranked(driver, query))

@@ -15,7 +15,7 @@ from haystack.document_stores.base import BaseDocumentStore, FilterType
 from haystack.errors import DuplicateDocumentError
 from haystack.schema import Document, Label
 
-from haystack_dcsr.core.indexes.filters import check_filters
+from haystack_dcsr.core.indexes.filters import check_delete_filters, check_filters
 from haystack_dcsr.core.indexes.milvus_filters import milvus_expression
 from haystack_dcsr.core.indexes.milvus_index import MilvusSentenceIndex, metric_of
 from haystack_dcsr.core.text.sentence_units import position
@@ -166,6 +166,7 @@ class MilvusDocumentStore(BaseDocumentStore):
         filters: Optional[FilterType] = None,
         headers: Optional[Dict[str, str]] = None,
     ) -> None:
+        check_delete_filters(filters, numeric_ranges=STORE)  # ``{}`` or an empty $and never deletes all
         target = self.sentence_index(index)
         expression = milvus_expression(filters)
         if ids is not None and expression:

@@ -9,7 +9,7 @@ outside ``meta.`` is refused by name, as is a filter in 1.x syntax.
 
 from typing import Any, Dict, Optional
 
-from haystack_dcsr.core.indexes.filters import FilterError
+from haystack_dcsr.core.indexes.filters import FilterError, check_filters
 
 COMPARISONS = {"==": "$eq", ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte", "in": "$in"}
 NEGATED = {"!=": "$eq", "not in": "$in"}  # 2.x: true where the field is missing
@@ -27,6 +27,11 @@ def dict_syntax(filters: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         )
     operator = filters["operator"]
     if "conditions" in filters:
+        if not isinstance(filters["conditions"], list) or not filters["conditions"]:
+            raise FilterError(
+                f"{operator} filter with 'conditions' {filters['conditions']!r}: give a non-empty list of conditions "
+                "(an empty one is read as everything or nothing, depending on the store)"
+            )
         conditions = [dict_syntax(condition) for condition in filters["conditions"]]
         if operator == "NOT":  # 2.x: not all of the conditions
             return {"$not": {"$and": conditions}}
@@ -46,3 +51,10 @@ def dict_syntax(filters: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
             f"unknown comparison operator {operator!r} for {field!r} (supported: {', '.join([*COMPARISONS, *NEGATED])})"
         )
     return {name: {COMPARISONS[operator]: value}}
+
+
+def checked(filters: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """``filters`` (2.x syntax) as given, once the one checker (``core.indexes.filters``) accepts them: every 2.x
+    store then translates only filters that every engine reads alike."""
+    check_filters(dict_syntax(filters))
+    return filters

@@ -64,11 +64,17 @@ kept AS MATERIALIZED (
     SELECT h.id, h.pid, h.n, h.version, h.score, row_number() OVER (ORDER BY h.score DESC, h.id) - 1 AS hit
     FROM hits h JOIN versions v USING (pid, n, version) WHERE v.whole
 ),
-weighted AS (SELECT kept.*, exp((score - max(score) OVER ()) / %s) AS w FROM kept),
-probabilities AS MATERIALIZED (SELECT weighted.*, w / sum(w) OVER () AS p FROM weighted),
+logits AS (SELECT kept.*, (score - max(score) OVER ()) / %s AS z FROM kept),
+normalised AS (
+    SELECT logits.*, ln(sum(CASE WHEN z < {floor} THEN 0 ELSE exp(z) END) OVER ()) AS log_total FROM logits
+),
+probabilities AS MATERIALIZED (
+    SELECT normalised.*, CASE WHEN z - log_total < {floor} THEN 0 ELSE exp(z - log_total) END AS p FROM normalised
+),
 passages AS MATERIALIZED (
     SELECT pid, n, version, min(hit) AS first_hit,
-           sum(CASE WHEN p < 1e-4 THEN -(p + p * p / 2 + p * p * p / 3)
+           sum(CASE WHEN p < 1e-30 THEN -p
+                    WHEN p < 1e-4 THEN -(p + p * p / 2 + p * p * p / 3)
                     WHEN p < 1 THEN ln(1 - p) ELSE '-Infinity'::float8 END) AS log_none
     FROM probabilities GROUP BY pid, n, version
     ORDER BY log_none, first_hit LIMIT %s
@@ -83,7 +89,11 @@ JOIN {table} s ON s.id = ps.pid || '#' || i
 LEFT JOIN support su ON su.id = s.id
 ORDER BY ps.log_none, ps.first_hit, i
 """
-# ln(1 - p) loses digits for tiny p: its series to p^3 there (error < p^4 / 4), as log1p does in the driver
+# The softmax runs in log space: p = exp(z - ln(sum(exp(z)))), z the logits less their maximum. PostgreSQL raises
+# "value out of range: underflow" where numpy rounds to 0 (exp of less than about -745, a product below the smallest
+# double), so every exp whose argument is under EXP_FLOOR is taken as 0, and ln(1 - p) is -p for p under 1e-30
+# (exact in doubles) and its series to p^3 under 1e-4 (error < p^4 / 4), as log1p does in the driver.
+EXP_FLOOR = -700
 
 
 class PostgresUnavailableError(ConnectionError):
@@ -164,7 +174,7 @@ class PgvectorSentences(StoreSentences):
     def _rank_one(self, vector, temperature, top_n, top_k, filters) -> List[RankedPassage]:
         where, values = _where(filters)
         statement = SQL(RANK_STATEMENT).format(
-            table=self._table, score=self._score, distance=self._distance, where=where
+            table=self._table, score=self._score, distance=self._distance, where=where, floor=SQL(str(EXP_FLOOR))
         )
         query = _vector_literal(vector)
         rows = self._connections.fetch(statement, (query, *values, query, top_n, temperature, top_k), top_n)

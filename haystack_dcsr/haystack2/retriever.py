@@ -21,6 +21,7 @@ from haystack_dcsr.core.model.models import DEFAULT_MODEL, Precision
 from haystack_dcsr.core.ranking.hasans import TOP_N_SENTENCES
 from haystack_dcsr.core.ranking.parameters import check_parameters, check_quantize_device
 from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, passage_parts, rank_passages
+from haystack_dcsr.haystack2.filters import checked
 from haystack_dcsr.haystack2.stores import sentence_store_for
 
 
@@ -144,7 +145,7 @@ class DCSREmbeddingRetriever:
     ) -> Dict[str, List[Document]]:
         if top_k is not None:
             check_parameters("DCSREmbeddingRetriever", top_k=top_k)
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filters = checked(apply_filter_policy(self.filter_policy, self.filters, filters))
         temperature = model_setting(self.temperature, self._settings, "temperature")
         rank = (
             self._sentences.rank_in_database

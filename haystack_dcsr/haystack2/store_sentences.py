@@ -11,6 +11,7 @@ from haystack_dcsr.core.ranking.parameters import check_passages_or_filters
 from haystack_dcsr.core.ranking.passage_ranking import SentenceHits
 from haystack_dcsr.core.storage.store_guard import guard
 from haystack_dcsr.core.text.sentence_units import META, PassageRef, current_sentences, position
+from haystack_dcsr.haystack2.filters import checked
 
 PASSAGE_FIELD = f"meta.{META}.passage_id"
 READ_CHUNK = 1_000  # ids per read: keeps an "in" filter small for every engine
@@ -67,7 +68,7 @@ class StoreSentences:
         matches ``filters`` (the store's 2.x filters); returns the sentence Documents deleted."""
         check_passages_or_filters(passage_ids, filters)
         if filters is not None:
-            matching = self._matching(filters)
+            matching = self._matching(checked(filters))
             passage_ids = list(dict.fromkeys(position(doc, SPLITTER).passage_id for doc in matching))
         ids = [doc.id for doc in self._sentences_of(list(passage_ids))]
         if ids:

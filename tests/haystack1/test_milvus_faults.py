@@ -8,6 +8,7 @@ single-threaded answer for a state the store passed through, or was that clear e
 """
 
 import itertools
+import json
 import os
 import random
 import signal
@@ -52,14 +53,14 @@ def passage(pid: str, count: int, version: int):
     return units, vectors.astype(np.float32)
 
 
-def exact_answer(state: dict) -> list:
+def exact_answer(state: dict, temperature: float = TEMPERATURE, top_k: int = TOP_K) -> list:
     """The single-threaded answer of every query for ``state`` ({pid: (count, version)}): the exact index."""
     if not state:
         return [[] for _ in QUERIES]
     pids = sorted(state)
     built = [passage(pid, *state[pid]) for pid in pids]
     index = ExactSentenceIndex(np.concatenate([v for _, v in built]), [len(u) for u, _ in built])
-    ranked = rank_passages(index, QUERIES, TEMPERATURE, len(index), TOP_K)
+    ranked = rank_passages(index, QUERIES, temperature, len(index), top_k)
     return [[(pids[p.ref], state[pids[p.ref]][1], p.hasans) for p in per_query] for per_query in ranked]
 
 
@@ -71,8 +72,8 @@ def same(got: list, want: list) -> bool:
     )
 
 
-def served(index: MilvusSentenceIndex) -> list:
-    ranked = rank_passages(index, QUERIES, TEMPERATURE, 3000, TOP_K)
+def served(index: MilvusSentenceIndex, temperature: float = TEMPERATURE, top_k: int = TOP_K) -> list:
+    ranked = rank_passages(index, QUERIES, temperature, 3000, top_k)
     return [
         [(p.ref.passage_id, int(p.sentences[0].content.rsplit(" ", 1)[1][:-1]), p.hasans) for p in per]
         for per in ranked
@@ -132,48 +133,40 @@ def kill_and_expect_clear_errors(server: MilvusServer, index: MilvusSentenceInde
 
 
 def pause_in_write(index: MilvusSentenceIndex, point: str, write_number: int):
-    """Make the ``write_number``-th write of ``index`` stop at ``point`` and wait there (a hook on the index object):
-    at its start, after it deleted the stored versions' surplus rows, or after the server acknowledged its upsert.
-    Returns (reached, resume): ``reached`` is the progress marker that the write stands there now."""
-    reached, resume, calls = threading.Event(), threading.Event(), itertools.count(1)
+    """Make a write of ``index`` stop at ``point`` and wait there (a hook on the index object): at the start of write
+    ``write_number``, after the server acknowledged the upsert of write ``write_number`` (its version switch), or
+    after it acknowledged the delete of the placeholders of the first shrinking write from ``write_number`` on.
+    Returns (reached, resume, held): ``reached`` is the progress marker that the write stands there now, ``held``
+    the number of the write held."""
+    reached, resume, held = threading.Event(), threading.Event(), []
+    write, request, writes = index.write, index._request, itertools.count(1)
 
     def stop_here():
+        held.append(number[0])
         reached.set()
         resume.wait(60)
 
-    if point == "before the write":
-        write = index.write
+    number = [0]
 
-        def paused_write(*args, **kwargs):
-            if next(calls) == write_number:
-                stop_here()
-            return write(*args, **kwargs)
+    def counted_write(*args, **kwargs):
+        number[0] = next(writes)
+        if point == "before the write" and number[0] == write_number:
+            stop_here()
+        return write(*args, **kwargs)
 
-        index.write = paused_write
-    elif point == "surplus deleted":
-        delete_surplus = index._delete_surplus
+    def paused_request(what, *args, **kwargs):
+        answer = request(what, *args, **kwargs)
+        wanted = "write sentences" if point == "rows upserted" else "delete sentences"
+        if point != "before the write" and what == wanted and number[0] >= write_number and not held:
+            stop_here()
+        return answer
 
-        def paused_delete(*args, **kwargs):
-            delete_surplus(*args, **kwargs)
-            if next(calls) == write_number:
-                stop_here()
-
-        index._delete_surplus = paused_delete
-    else:  # "rows upserted": the server acknowledged the rows, the write has not returned
-        request = index._request
-
-        def paused_request(what, *args, **kwargs):
-            answer = request(what, *args, **kwargs)
-            if what == "write sentences" and next(calls) == write_number:
-                stop_here()
-            return answer
-
-        index._request = paused_request
-    return reached, resume
+    index.write, index._request = counted_write, paused_request
+    return reached, resume, held
 
 
 @pytest.mark.parametrize(
-    "point, write_number", [("before the write", 4), ("surplus deleted", 7), ("rows upserted", 10)]
+    "point, write_number", [("before the write", 4), ("placeholders deleted", 7), ("rows upserted", 10)]
 )
 def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, point, write_number):
     """One writer re-writes random passages; the server is killed while a write stands at a chosen point (a hook on
@@ -182,7 +175,7 @@ def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, po
     seed = write_number
     rng = random.Random(seed)
     index = MilvusSentenceIndex(server.uri, f"writes_{seed}", DIM, timeout=10)
-    reached, resume = pause_in_write(index, point, write_number)
+    reached, resume, held = pause_in_write(index, point, write_number)
     acknowledged, failed, stop = {}, {}, threading.Event()
 
     def writer():
@@ -200,7 +193,7 @@ def test_a_server_killed_during_writes_keeps_every_acknowledged_write(server, po
     thread = threading.Thread(target=writer)
     thread.start()
     assert reached.wait(120), f"the writer never reached {point!r} of write {write_number}"
-    assert len(acknowledged) <= write_number - 1 and not failed  # the kill lands inside write number write_number
+    assert len(acknowledged) <= held[0] - 1 and not failed  # the kill lands inside the held write
     kill_and_expect_clear_errors(server, index)
     stop.set()
     resume.set()
@@ -457,3 +450,121 @@ def test_the_rest_server_answers_503_while_milvus_is_down_or_hung_and_recovers_b
         outage_then_recovery(lambda: os.kill(pid, signal.SIGSTOP), lambda: os.kill(pid, signal.SIGCONT))
     finally:
         rest.stop()
+
+
+SWITCH_STATE = {f"v{i}": (2 + i % 4, 0) for i in range(12)}  # 2-5 sentences each
+# a flat softmax and one passage a query: every sentence hit weighs in HasAns, and most passages are never read
+SWITCH_TEMPERATURE, SWITCH_TOP_K = 4.0, 1
+
+
+def switch_served(index):
+    return served(index, SWITCH_TEMPERATURE, SWITCH_TOP_K)
+
+
+def switch_answer(state):
+    return exact_answer(state, SWITCH_TEMPERATURE, SWITCH_TOP_K)
+
+
+def unread_rewrite(before: int, after: int):
+    """A passage id, the state with it at ``before`` sentences and the state after its re-write to ``after``, where
+    it is in no query's top ``SWITCH_TOP_K`` either side: the driver ranks with its sentences in the softmax but never
+    reads it, so only the search's snapshot can keep a half-done version out (the soak's failing case)."""
+    for pid in (f"w{i}" for i in range(100)):
+        state, new_state = {**SWITCH_STATE, pid: (before, 0)}, {**SWITCH_STATE, pid: (after, 1)}
+        if all(pid not in {p for p, _, _ in per} for per in switch_answer(state) + switch_answer(new_state)):
+            return pid, state, new_state
+    raise AssertionError("no passage id outside every top k")
+
+
+def hold_between_requests(index: MilvusSentenceIndex, at_hold):
+    """Run ``at_hold()`` once, right after the first request of the next write reached the server (the write's
+    delete or upsert), before the write makes its next request: what a search sees between a write's requests."""
+    request, held = index._request, []
+
+    def held_request(what, *args, **kwargs):
+        answer = request(what, *args, **kwargs)
+        if what in ("write sentences", "delete sentences") and not held:
+            held.append(at_hold())
+        return answer
+
+    index._request = held_request
+    return held
+
+
+@pytest.mark.parametrize("change", [(5, 4), (5, 1), (3, 5)], ids=["shrink-by-one", "shrink-to-one", "grow"])
+def test_a_version_switch_is_never_seen_half_done(server, change):
+    """The replay of the soak's failure (write 207: s8 cut from 5 sentences to 4), deterministic: a search made
+    between a re-write's requests, by the writing index (``Session``) and by another client (``Strong``), answers
+    exactly the state before the write or the state after it, scores included, never a HasAns computed with some
+    of the passage's old sentences in the softmax; after the write the collection holds exactly the new state."""
+    before, after = change
+    index = MilvusSentenceIndex(server.uri, f"switch_{before}_{after}", DIM, timeout=10)
+    pid, state, new_state = unread_rewrite(before, after)
+    for name, (count, version) in state.items():
+        index.write(*passage(name, count, version))
+    other = MilvusSentenceIndex(server.uri, index.collection, DIM, timeout=10, consistency_level="Strong")
+    old_answer, new_answer = switch_answer(state), switch_answer(new_state)
+    seen = hold_between_requests(index, lambda: (switch_served(index), switch_served(other)))
+    index.write(*passage(pid, after, 1))
+    assert seen, "the write made no request"
+    for got in seen[0]:
+        assert same(got, old_answer) or same(got, new_answer), got
+    assert assert_whole(stored_passages(index), index) == {pid: count for pid, (count, _) in new_state.items()}
+    assert same(switch_served(other), new_answer)
+
+
+def test_a_shrinking_write_cut_short_between_its_requests_leaves_the_new_version_whole(server):
+    """The writer dies after its first request (the server acknowledged it, the client never made the next):
+    the passage is one whole version, counts and listings hold no trace of the old one, and searches rank as
+    over that state. The rows it left are removed by the next ``wait_until_indexed``."""
+    index = MilvusSentenceIndex(server.uri, "switch_cut", DIM, timeout=10)
+    state = {**SWITCH_STATE, "s8": (5, 0)}
+    for pid, (count, version) in state.items():
+        index.write(*passage(pid, count, version))
+
+    def die():
+        raise MilvusUnavailableError("the client died between its requests")
+
+    hold_between_requests(index, die)
+    with pytest.raises(MilvusUnavailableError, match="died"):
+        index.write(*passage("s8", 2, 1))
+    reader = MilvusSentenceIndex(server.uri, index.collection, DIM, timeout=10)
+    stored = assert_whole(stored_passages(reader), reader)
+    assert stored["s8"] in (2, 5)  # one whole version: old (the first request was a delete) or new (an upsert)
+    expected = {**state, "s8": (stored["s8"], 0 if stored["s8"] == 5 else 1)}
+    assert same(switch_served(reader), switch_answer(expected))
+    assert reader.stored_ids([f"s8#{k}" for k in range(5)]) == {f"s8#{k}" for k in range(stored["s8"])}
+    reader.wait_until_indexed(timeout=120)
+    assert reader.count() == sum(count for count, _ in expected.values())
+
+
+def test_requests_over_a_thousand_rows_never_split_a_passage(server):
+    """A write, a vector update and a delete of 1,203 rows (401 passages of 3 sentences: a passage straddles each
+    1,000-row boundary): every request carries whole passages, and the collection serves every passage whole."""
+    index = MilvusSentenceIndex(server.uri, "big_requests", DIM, timeout=30)
+    built = [passage(f"b{i}", 3, 0) for i in range(401)]
+    units = [unit for us, _ in built for unit in us]
+    vectors = np.concatenate([v for _, v in built])
+    requests = []
+    request = index._request
+
+    def recorded(what, method, *args, **kwargs):
+        if what in ("write sentences", "write vectors"):
+            requests.append([row["id"] for row in args[0]])
+        elif what == "delete sentences" and "filter" in kwargs:
+            requests.append(json.loads(kwargs["filter"][len("id in ") :]))
+        return request(what, method, *args, **kwargs)
+
+    index._request = recorded
+    index.write(units, None)
+    index.set_vectors(units, list(vectors))
+    state = {f"b{i}": (3, 0) for i in range(401)}
+    assert same(served(index), exact_answer(state))
+    index.delete(ids=[unit.id for unit in units])
+    assert len(requests) >= 6 and max(len(r) for r in requests) <= 1_002
+    for ids in requests:
+        by_passage = {}
+        for sid in ids:
+            by_passage.setdefault(sid.rpartition("#")[0], set()).add(sid)
+        assert all(len(sids) == 3 for sids in by_passage.values()), "a request split a passage"
+    assert index.count() == 0

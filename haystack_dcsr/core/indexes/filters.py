@@ -5,8 +5,16 @@ Stores disagree on what they do with a filter they cannot read: Haystack 1.x's S
 operator (``$regex``), so a filter could silently mean "everything", and SQL compares JSON values as text
 (``"79" > "1000"``). ``check_filters`` refuses such a filter by name before anything is searched, read or deleted;
 each engine then evaluates it with one meaning (``haystack1.filters.matcher`` in Python, ``milvus_filters`` on a
-Milvus server). Haystack 2.x's syntax (``{"field": "meta.year", "operator": ">", ...}``) is read by each 2.x
-store itself, or turned into this one (``haystack2.filters``).
+Milvus server). Haystack 2.x's syntax (``{"field": "meta.year", "operator": ">", ...}``) is turned into this one
+and checked here too (``haystack2.filters``) before a 2.x store translates it.
+
+The rules every engine follows, because this checker refuses the rest by name:
+
+- a logical operator (``$and``, ``$or``, ``$not``) over no conditions is refused: stores read it as "everything"
+  or "nothing" as they please, and a delete that reads it as "everything" loses the corpus;
+- a comparison's operand is a string, a number or a boolean (a list of them for ``$in``/``$nin``): ``None`` and
+  dicts mean different things on every store;
+- a delete's filter names at least one field (``check_delete_filters``): ``{}`` is refused, never "delete all".
 """
 
 from typing import Any, Dict, List, Optional, Set, Union
@@ -39,8 +47,12 @@ def _check_clause(clause: Any, where: str, numeric_ranges: Optional[str]) -> Non
         if not isinstance(item, dict):
             raise FilterError(f"{where}: expected a dict of fields and operators, got {item!r}")
         for key, value in item.items():
-            if key == "$not" and not value:
-                raise FilterError(f"{where}.$not: negates nothing (an empty clause); give the conditions to negate")
+            if key in LOGICAL and not value:
+                meaning = {"$and": "requires nothing", "$or": "offers no alternative", "$not": "negates nothing"}[key]
+                raise FilterError(
+                    f"{where}.{key}: {meaning} (an empty clause, which stores read as everything or nothing); "
+                    "give its conditions, or leave the operator out"
+                )
             if key in LOGICAL:
                 _check_clause(value, f"{where}.{key}", numeric_ranges)
             elif key.startswith("$"):
@@ -53,8 +65,9 @@ def _check_clause(clause: Any, where: str, numeric_ranges: Optional[str]) -> Non
 
 
 def _check_comparison(field: str, value: Any, where: str, numeric_ranges: Optional[str]) -> None:
-    if not isinstance(value, dict):
-        return  # a value ($eq) or a list ($in)
+    if not isinstance(value, dict):  # a value ($eq) or a list ($in)
+        _check_operand(field, "$in" if isinstance(value, list) else "$eq", value, where)
+        return
     if not value:
         raise FilterError(f"{where}: no operator given for field {field!r}")
     for operator, operand in value.items():
@@ -69,6 +82,43 @@ def _check_comparison(field: str, value: Any, where: str, numeric_ranges: Option
             raise FilterError(f"{where}: {operator} takes a number or a string, got {operand!r}")
         if operator in _RANGES and numeric_ranges and not isinstance(operand, (int, float)):
             raise FilterError(f"{where}: {numeric_ranges} compares {operator} on numbers only, got {operand!r}")
+        _check_operand(field, operator, operand, where)
+
+
+SCALARS = (str, int, float, bool)
+
+
+def _check_operand(field: str, operator: str, operand: Any, where: str) -> None:
+    """An operand every engine compares the same way: a string, a number or a boolean (a list of them for
+    ``$in``/``$nin``)."""
+    values = operand if operator in _LISTS and isinstance(operand, list) else [operand]
+    for value in values:
+        if value is None:
+            raise FilterError(
+                f"{where}: {operator} compares field {field!r} with null, which stores read differently: filter on "
+                "a value (a string, a number or a boolean)"
+            )
+        if not isinstance(value, SCALARS):
+            raise FilterError(
+                f"{where}: {operator} on field {field!r} takes a string, a number or a boolean"
+                f"{' (or a list of them)' if operator in _LISTS else ''}, got {value!r}"
+            )
+
+
+def refuse_empty_delete_filter(filters: Any) -> None:
+    """A delete's filter that names no field (``{}``, in either Haystack's syntax) selects every document: refused,
+    so that a delete never reads a mistake as "all" (``None``, no filter, is the caller's own explicit choice)."""
+    if filters is not None and not filters:
+        raise FilterError(
+            f"filters={filters!r} names no field, so it would select every document: a delete refuses it. Give the "
+            "fields to match, or delete by ids"
+        )
+
+
+def check_delete_filters(filters: Optional[Dict[str, Any]], numeric_ranges: Optional[str] = None) -> None:
+    """``check_filters`` for a delete, which also refuses ``{}`` (``refuse_empty_delete_filter``)."""
+    refuse_empty_delete_filter(filters)
+    check_filters(filters, numeric_ranges)
 
 
 def per_query_filters(

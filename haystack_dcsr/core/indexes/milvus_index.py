@@ -7,14 +7,21 @@ framework-free: the Haystack 1.x ``MilvusDocumentStore`` (``haystack1.milvus_sto
 Rows: ``id`` (the sentence id, ``<passage_id>#<n>``), ``passage_id``, ``position`` (the sentence's place in
 its passage: ``meta["dcsr"]`` of the layout in ``sentence_units``), ``content``, ``meta`` (the passage's meta,
 JSON, which filters read as ``meta["field"]``), ``embedded`` and ``vector``. Sentence ids are deterministic, so
-writing a passage is an upsert by primary key: it first deletes, by key, the stored version's sentences past the
-new count (its sentence #0 says how many it has), then upserts the new ones (one request never splits a passage's
-sentences of one call). A re-write therefore leaves no sentences of the old version behind, a write cut short (a
-server crash between the two) leaves the passage absent until the write is run again, never half-old, a passage
-whose sentences arrive in two calls (a caller's batches) is completed by the second, and no write costs more as
-the collection grows (nothing is found by an expression that scans every row). ``read`` refuses any version whose
-sentences do not add up (a sentence deleted directly, a passage still half-written), so a partial passage is never
-served.
+writing a passage is an upsert by primary key, and one request never splits a passage (``_whole_passages``). Milvus
+applies one request at one timestamp, and a search sees a snapshot at a timestamp, so a passage switches from one
+version to the next in one request that searches see whole or not at all:
+
+- a re-write with as many sentences or more replaces the old rows in that upsert;
+- a re-write with fewer sentences upserts, in the same request, a *placeholder* under each surplus sentence id (no
+  passage id, not embedded: never searched, read, listed or counted), then deletes the placeholders. A write cut
+  short between the two (a server crash, a killed client) leaves the new version whole and placeholders that
+  nothing sees; ``wait_until_indexed`` removes any left over;
+- a delete by ids deletes each passage's sentences in one request.
+
+No search therefore ranks a passage as a mix of versions or as part of one, whether or not the driver reads it, and
+no write costs more as the collection grows (heads are read and surplus ids deleted by primary key; nothing is found
+by an expression that scans every row). ``read`` refuses any version whose sentences do not add up (a sentence
+deleted directly), so a partial passage is never served.
 
 Milvus searches at most 16,384 rows per query. Reads run at ``Session`` consistency by default: a process sees
 every write it made itself that returned (Milvus waits for the server to have applied them), while a process that
@@ -38,6 +45,7 @@ except ImportError:  # pragma: no cover
 from haystack_dcsr.core.indexes.index_presets import MILVUS_PRESETS
 from haystack_dcsr.core.ranking.passage_ranking import SentenceHits
 from haystack_dcsr.core.text.sentence_units import (
+    ID_SEPARATOR,
     META,
     PassageRef,
     current_sentences,
@@ -54,6 +62,8 @@ CONTENT_BYTES = 65_535  # a VARCHAR's limit, in UTF-8 bytes
 META_BYTES = 65_536  # a JSON field's limit
 FIELDS = ("id", "passage_id", "position", "content", "meta", "embedded", "vector")  # this layout's schema
 EVERY_ROW = 'id != ""'  # sentence ids are never empty
+LIVE = 'passage_id != ""'  # every row but the placeholders of a shrinking re-write (their passage id is empty)
+PLACEHOLDERS = 'passage_id == ""'
 NO_ROW = "id in []"  # Milvus has no false literal; an empty list matches nothing
 WRITE_BATCH = 1_000
 INDEX_POLL_S = 1.0
@@ -239,11 +249,13 @@ class MilvusSentenceIndex:
                 del by_passage[row["passage_id"]]
             by_passage.setdefault(row["passage_id"], []).append(row)
         self._settle()
-        if not new:
-            self._delete_surplus(by_passage)
+        placeholders = {} if new else self._surplus_placeholders(by_passage)
         written = [list({row["id"]: row for row in passage}.values()) for passage in by_passage.values()]
-        for batch in _whole_passages(written, WRITE_BATCH):  # one request never splits a passage
+        switched = [rows + placeholders.get(rows[0]["passage_id"], []) for rows in written]
+        for batch in _whole_passages(switched, WRITE_BATCH):  # one request switches each passage's version
             self._request("write sentences", "insert" if new else "upsert", batch)
+        if placeholders:
+            self.delete(ids=[row["id"] for rows in placeholders.values() for row in rows])
         return sum(len(passage) for passage in written)
 
     def stored_ids(self, ids: Sequence[str]) -> Set[str]:
@@ -264,42 +276,46 @@ class MilvusSentenceIndex:
 
     def _rows_by_id(self, what: str, ids: Sequence[str], fields: List[str]) -> List[Dict[str, Any]]:
         """The rows with these primary keys (``fields`` of each), ``READ_BATCH`` ids a request: a read whose
-        cost does not grow with the collection."""
+        cost does not grow with the collection. Placeholders are left out here, not by the request's expression,
+        which names primary keys only."""
         ids, rows = list(ids), []
         for start in range(0, len(ids), READ_BATCH):
-            rows.extend(
-                self._request(
-                    what,
-                    "query",
-                    filter=f"id in {literal(ids[start : start + READ_BATCH])}",
-                    output_fields=fields,
-                    consistency_level=self.consistency_level,
-                )
+            found = self._request(
+                what,
+                "query",
+                filter=f"id in {literal(ids[start : start + READ_BATCH])}",
+                output_fields=[*fields, "passage_id"],
+                consistency_level=self.consistency_level,
             )
+            rows.extend(row for row in found if row["passage_id"])
         return rows
 
-    def _delete_surplus(self, passages: Dict[str, List[Dict[str, Any]]]) -> None:
-        """Delete the sentences that upserting these passages' rows would leave of their stored versions: those
-        past the new sentence count, up to the stored version's (its head, sentence #0, says how many), by
-        primary key. Reading heads and deleting by key cost the same whatever the collection holds (an expression
-        over ``passage_id`` or a JSON field scans every row, so each write grew slower with the collection)."""
+    def _surplus_placeholders(self, passages: Dict[str, List[Dict[str, Any]]]) -> Dict[str, List[Dict[str, Any]]]:
+        """For each passage whose stored version has more sentences than the new one (its head, sentence #0, says
+        how many), a placeholder row under each surplus sentence id, to be upserted with the new version: the
+        request that switches the version also takes the old version's surplus sentences out of every search.
+        Heads are read by primary key, a cost that does not grow with the collection."""
         rows = self._rows_by_id("read passage heads", [head_id(pid) for pid in passages], ["id", "position"])
         heads = {row["position"]["passage_id"]: row["position"] for row in rows}
-        surplus = [
-            sentence_id(pid, index)
-            for pid, rows in passages.items()
-            if pid in heads
-            for index in range(rows[0]["position"]["count"], heads[pid]["count"])
-        ]
-        if surplus:
-            self.delete(ids=surplus)
+        return {
+            pid: [self._placeholder(sentence_id(pid, index)) for index in range(new[0]["position"]["count"], stored)]
+            for pid, new in passages.items()
+            if (stored := heads.get(pid, {}).get("count", 0)) > new[0]["position"]["count"]
+        }
+
+    def _placeholder(self, sid: str) -> Dict[str, Any]:
+        """A row that holds a sentence id without being a sentence (``LIVE`` leaves it out of every read)."""
+        zeros = np.zeros(self.embedding_dim, np.float32).tolist()
+        return dict(id=sid, passage_id="", position={}, content="", meta={}, embedded=False, vector=zeros)
 
     def set_vectors(self, sentences: Sequence[Any], vectors: Sequence[Optional[np.ndarray]]) -> None:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
         self._require()
         rows = self._checked_rows(sentences, vectors)
-        for start in range(0, len(rows), WRITE_BATCH):
-            batch = rows[start : start + WRITE_BATCH]
+        by_passage: Dict[str, List[Dict[str, Any]]] = {}
+        for row in rows:
+            by_passage.setdefault(row["passage_id"], []).append(row)
+        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # a passage searchable all at once
             self._request("write vectors", "upsert", batch)
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
@@ -308,10 +324,11 @@ class MilvusSentenceIndex:
         if not self.exists:
             return
         if ids is not None:
-            ids = list(ids)
-            for start in range(0, len(ids), READ_BATCH):
-                expr = f"id in {literal(ids[start : start + READ_BATCH])}"
-                self._request("delete sentences", "delete", filter=expr)
+            by_passage: Dict[str, List[str]] = {}
+            for sid in ids:
+                by_passage.setdefault(sid.rpartition(ID_SEPARATOR)[0], []).append(sid)
+            for batch in _whole_passages(list(by_passage.values()), READ_BATCH):  # a passage goes in one request
+                self._request("delete sentences", "delete", filter=f"id in {literal(batch)}")
         else:
             self._request("delete sentences", "delete", filter=expression or EVERY_ROW)
         _DELETES_MADE[self._key] = _DELETES_MADE.get(self._key, 0) + 1
@@ -347,6 +364,7 @@ class MilvusSentenceIndex:
                         raise
                     time.sleep(INDEX_POLL_S)
 
+        patiently(lambda: self.delete(expression=PLACEHOLDERS))  # left by a re-write cut short: a scan, done here
         stored = patiently(self.count)
         patiently(lambda: self._call(lambda: self.client.flush(self.collection, timeout=timeout), "seal the rows"))
         total = indexed = 0
@@ -393,12 +411,12 @@ class MilvusSentenceIndex:
     def count(self, expression: str = "", embedded: Optional[bool] = None) -> int:
         if not self.exists:
             return 0
-        expr = _and(expression, _embedded(embedded))
+        expr = _and(LIVE, expression, _embedded(embedded))
         self._settle()
         found = self._request(
             "count sentences",
             "query",
-            filter=expr or EVERY_ROW,
+            filter=expr,
             output_fields=["count(*)"],
             consistency_level=self.consistency_level,
         )
@@ -416,7 +434,7 @@ class MilvusSentenceIndex:
         without, vectors), in batches from the server."""
         if not self.exists:
             return
-        expression = _and(expression, _embedded(embedded))
+        expression = _and(LIVE, expression, _embedded(embedded))
         self._settle()
         fields = ["id", "content", "meta", "position", "embedded"] + (["vector"] if with_vectors else [])
         if ids is not None:
@@ -434,7 +452,7 @@ class MilvusSentenceIndex:
             return
         last: Optional[str] = None
         while True:  # pages in id order, the cursor quoted as every literal is (pymilvus's iterator does not quote it)
-            expr = _and(None if last is None else f"id > {literal(last)}", expression or EVERY_ROW)
+            expr = _and(None if last is None else f"id > {literal(last)}", expression)
             rows = self._request(
                 "read sentences",
                 "query",
@@ -653,6 +671,8 @@ def _unavailable(error) -> bool:
 def check_row_limits(row: Dict[str, Any]) -> None:
     """Refuse a row the server would refuse, naming the sentence and the limit, before anything is written or
     deleted: Milvus refuses a whole request for one row over a field's size."""
+    if not row["passage_id"]:  # an empty passage id marks a placeholder (``LIVE``)
+        raise ValueError(f"sentence {row['id'][:80]!r} has an empty passage id; nothing was written")
     for field, limit in (("id", ID_LENGTH), ("passage_id", ID_LENGTH), ("content", CONTENT_BYTES)):
         size = len(row[field].encode("utf-8"))
         if size > limit:
@@ -668,9 +688,9 @@ def check_row_limits(row: Dict[str, Any]) -> None:
         )
 
 
-def _whole_passages(passages: List[List[Dict[str, Any]]], size: int) -> Iterator[List[Dict[str, Any]]]:
-    """Batches of about ``size`` rows, each passage's rows in one batch (one insert request)."""
-    batch: List[Dict[str, Any]] = []
+def _whole_passages(passages: List[List[Any]], size: int) -> Iterator[List[Any]]:
+    """Batches of about ``size`` rows (or ids), each passage's in one batch (one request), however many it has."""
+    batch: List[Any] = []
     for rows in passages:
         if batch and len(batch) + len(rows) > size:
             yield batch

@@ -7,16 +7,19 @@ misspelt or out-of-range value is reported when the pipeline loads.
 import warnings
 from typing import Any, Dict, Optional, Sequence
 
+from haystack_dcsr.core.indexes.filters import refuse_empty_delete_filter
 from haystack_dcsr.core.indexes.vector_search import SEARCH_PARAMETERS
 from haystack_dcsr.core.model.int8 import QUANTIZE_MODES
+
+MAX_COUNT = 2**31 - 1  # top_k and top_n: what every engine's limit (a SQL LIMIT, a FAISS k) takes
 
 
 def check_parameters(owner: str, optional: Sequence[str] = (), **values) -> None:
     """Reject values that would only fail at the first query (YAML loading runs __init__); ``owner``
     names the component in the error, and a name in ``optional`` may also be None."""
     rules = {
-        "top_k": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
-        "top_n_sentences": (lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+        "top_k": (lambda v: isinstance(v, int) and 1 <= v <= MAX_COUNT, f"an integer in [1, {MAX_COUNT}]"),
+        "top_n_sentences": (lambda v: isinstance(v, int) and 1 <= v <= MAX_COUNT, f"an integer in [1, {MAX_COUNT}]"),
         "temperature": (lambda v: v is None or (isinstance(v, (int, float)) and v > 0), "a number > 0, or null"),
         "max_seq_len_passage": (lambda v: v is None or (isinstance(v, int) and v >= 8), "an integer >= 8, or null"),
         "max_seq_len_query": (lambda v: v is None or (isinstance(v, int) and v >= 4), "an integer >= 4, or null"),
@@ -83,3 +86,4 @@ def check_passages_or_filters(passage_ids: Optional[Sequence[str]], filters: Opt
     """``delete_passages`` (both Haystacks, every store) deletes by passage ids or by filters: exactly one."""
     if (passage_ids is None) == (filters is None):
         raise ValueError("delete_passages() takes passage_ids or filters (one of them)")
+    refuse_empty_delete_filter(filters)

@@ -11,9 +11,15 @@ def request_status(error: BaseException) -> int:
     anything else."""
     if isinstance(error, (ConnectionError, TimeoutError)):
         return 503
-    if isinstance(error, (ValueError, TypeError, KeyError)):
+    if isinstance(error, (ValueError, TypeError, KeyError)) or _is_filter_error(error):
         return 422
     return 500
+
+
+def _is_filter_error(error: BaseException) -> bool:
+    """A store's own refusal of a filter: Haystack 2.x's ``haystack.errors.FilterError`` is not a ``ValueError``,
+    and this module imports no framework, so it is known by name."""
+    return any(kind.__name__ == "FilterError" for kind in type(error).__mro__)
 
 
 def first_line(error: BaseException) -> str:

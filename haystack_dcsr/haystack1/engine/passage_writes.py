@@ -27,6 +27,7 @@ import logging
 import weakref
 from typing import Dict, List, Optional
 
+from haystack_dcsr.core.indexes.filters import check_delete_filters
 from haystack_dcsr.core.text.sentence_units import META, head_id, position, sentence_id
 from haystack_dcsr.haystack1.engine.passage_deletion import (
     delete_rows_only,
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 _ATTRIBUTE = "_dcsr_keeps_passages_whole"
 _WATCHERS = "_dcsr_vector_maps"
 DELETES = ("delete_documents", "delete_all_documents", "delete_index")
+FILTERED_DELETES = {"delete_documents": 2, "delete_all_documents": 1}  # the position of Haystack's ``filters``
 
 
 def watch(document_store, search) -> None:
@@ -98,6 +100,9 @@ def _telling_watchers(document_store, store_guard, delete):
 
     @functools.wraps(delete)
     def deleting(*args, **kwargs):
+        where = FILTERED_DELETES.get(delete.__name__)
+        if where is not None:  # refused before anything is deleted: ``{}`` or an empty $and would delete all
+            check_delete_filters(kwargs["filters"] if "filters" in kwargs else (args[where : where + 1] or [None])[0])
         with store_guard.writing():
             try:
                 return delete(*args, **kwargs)
