@@ -1,9 +1,12 @@
-"""A DCSR query pipeline served by a real Hayhooks server process on 127.0.0.1 (``DCSRPipelineWrapper``) over a
-Milvus collection the test indexes: answers equal the in-process pipeline's, for concurrent clients too; a request
-the pipeline refuses is a 422 naming the fault, never a 500."""
+"""DCSR query pipelines served by a real Hayhooks server process on 127.0.0.1, started as the docs say
+(``python -m haystack_dcsr.haystack2.serve``): one over a Milvus collection the test indexes, one over pgvector on a
+PostgreSQL of the test's own. Answers equal the in-process pipeline's, for concurrent clients too; the serving
+contract (``serving_contract``) holds: 422 naming the fault for any bad filter or parameter, 503 with Retry-After
+for an engine down or hung, 413 past the body limit, no route that runs posted code, no CORS unless asked."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,9 +30,9 @@ from haystack_dcsr.haystack2 import DCSRMilvusDocumentStore, DCSRRetriever  # no
 QUESTIONS = ["When was the Eiffel Tower completed?", "Who discovered penicillin?", "What is the capital of Germany?"]
 
 
-def post(port: int, body: dict):
+def post(port: int, body: dict, pipeline: str = "dcsr"):
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/dcsr/run",
+        f"http://127.0.0.1:{port}/{pipeline}/run",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
     )
@@ -44,25 +47,55 @@ def ranked(documents):
     return [(d["id"], round(d["score"], 5), d["content"]) for d in documents]
 
 
+WRAPPER = (
+    "from haystack_dcsr.haystack2.serving import DCSRPipelineWrapper\n\n\n"
+    "class PipelineWrapper(DCSRPipelineWrapper):\n    pass\n"
+)
+
+
+def deploy(pipelines: Path, name: str, pipeline: Pipeline) -> None:
+    folder = pipelines / name
+    folder.mkdir(parents=True)
+    (folder / "pipeline.yml").write_text(pipeline.dumps())
+    (folder / "pipeline_wrapper.py").write_text(WRAPPER)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, passages_module):
+    from haystack.utils import Secret
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+    from pgvector_writer import DIM, random_corpus
+    from postgres import Cluster, new_database_url, pgvector_binaries
+
     store = DCSRMilvusDocumentStore(uri=shared_uri(), collection_name=f"hayhooks_{uuid.uuid4().hex[:8]}")
     indexing(store).run({"split": {"documents": passages_module}})
     pipeline = Pipeline()
     pipeline.add_component("retrieve", DCSRRetriever(document_store=store, model=MODEL, top_k=3))
-    folder = tmp_path_factory.mktemp("hayhooks") / "pipelines" / "dcsr"
-    folder.mkdir(parents=True)
-    (folder / "pipeline.yml").write_text(pipeline.dumps())
-    (folder / "pipeline_wrapper.py").write_text(
-        "from haystack_dcsr.haystack2.serving import DCSRPipelineWrapper\n\n\n"
-        "class PipelineWrapper(DCSRPipelineWrapper):\n    pass\n"
+    pipelines = tmp_path_factory.mktemp("hayhooks") / "pipelines"
+    deploy(pipelines, "dcsr", pipeline)
+    cluster = Cluster(pgvector_binaries())  # the test's own: it hangs it
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HAYSTACK_TELEMETRY_ENABLED": "False",
+        "DCSR_PG_SERVED": new_database_url("served", cluster.url),
+        "DCSR_PGVECTOR_TIMEOUT_S": "3",
+    }
+    os.environ["DCSR_PG_SERVED"] = env["DCSR_PG_SERVED"]
+    pg_store = PgvectorDocumentStore(
+        connection_string=Secret.from_env_var("DCSR_PG_SERVED"),
+        embedding_dimension=DIM,
+        vector_function="inner_product",
     )
+    pg_store.write_documents(random_corpus(20))
+    pg_pipeline = Pipeline()
+    pg_pipeline.add_component("retrieve", DCSRRetriever(document_store=pg_store, model=MODEL, top_k=3))
+    deploy(pipelines, "pg", pg_pipeline)
     port = free_port()
-    hayhooks = Path(sys.executable).parent / "hayhooks"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    command = [sys.executable, "-m", "haystack_dcsr.haystack2.serve", "--pipelines-dir", str(pipelines)]
     process = subprocess.Popen(
-        [str(hayhooks), "run", "--host", "127.0.0.1", "--port", str(port), "--pipelines-dir", str(folder.parent)],
-        cwd=folder.parent.parent,
+        [*command, "--port", str(port)],
+        cwd=pipelines.parent,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -83,10 +116,11 @@ def served(tmp_path_factory, passages_module):
             q: ranked(d.to_dict() for d in pipeline.run({"retrieve": {"query": q}})["retrieve"]["documents"])
             for q in QUESTIONS
         }
-        yield port, expected
+        yield port, expected, cluster
     finally:
         process.kill()
         process.wait(timeout=30)
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +135,7 @@ def passages_module():
 
 
 def test_hayhooks_answers_as_the_pipeline_in_process_for_concurrent_clients(served):
-    port, expected = served
+    port, expected, _ = served
     for question in QUESTIONS:
         status, body = post(port, {"query": question})
         assert status == 200 and ranked(body["result"]) == expected[question]
@@ -116,7 +150,7 @@ def test_hayhooks_answers_as_the_pipeline_in_process_for_concurrent_clients(serv
 
 
 def test_bad_requests_are_answered_422_naming_the_fault(served):
-    port, _ = served
+    port, _, _ = served
     status, body = post(port, {"query": QUESTIONS[0], "top_k": 0})
     assert status == 422 and "top_k" in json.dumps(body)
     status, body = post(port, {"query": QUESTIONS[0], "filters": {"kind": "city"}})
@@ -125,3 +159,42 @@ def test_bad_requests_are_answered_422_naming_the_fault(served):
     assert status == 422 and "query" in json.dumps(body)
     status, body = post(port, {"query": QUESTIONS[0]})
     assert status == 200  # and the server still answers
+
+
+def request(port: int, path: str, data: bytes = None, headers: dict = None, method: str = "POST"):
+    """(status, headers, body) of one request; ``data`` may be an iterable of chunks (sent chunked, no length)."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request(method, path, body=data, headers=headers or {}, encode_chunked=not isinstance(data, bytes))
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def test_the_serving_contract_holds_for_hayhooks(served, tmp_path):
+    from serving_contract import check_serving_contract
+
+    port, _, cluster = served
+    check_serving_contract(
+        lambda path, data, headers: request(port, path, data, headers),
+        query_path="/pg/run",
+        body=lambda **fields: {"query": QUESTIONS[0], **fields},
+        syntax="2.x",
+        hang=lambda: cluster.signal(signal.SIGSTOP),
+        resume=lambda: cluster.signal(signal.SIGCONT),
+        hung_within=10,
+    )
+    marker = tmp_path / "ran"
+    wrapper = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('posted code ran')\n"
+    status, _, _ = request(
+        port,
+        "/deploy_files",
+        json.dumps({"name": "evil", "files": {"pipeline_wrapper.py": wrapper}, "overwrite": True}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    assert status in (404, 405) and not marker.exists()
+    status, headers, _ = request(port, "/status", None, {"Origin": "http://evil.example"}, method="GET")
+    assert status == 200 and "access-control-allow-origin" not in {k.lower() for k in headers}

@@ -2,6 +2,7 @@
 PostgreSQL 18 with pgvector, run as the ``postgres`` user): pgvector-haystack's ``PgvectorDocumentStore`` under the
 2.x components, ranked through the driver and with HasAns computed in the database (``rank_in_database``)."""
 
+import signal
 import subprocess
 import sys
 import time
@@ -225,3 +226,52 @@ def test_hasans_in_the_database_never_underflows_and_equals_the_driver(temperatu
             vector = rng.normal(size=DIM)
             query = list(vector / np.linalg.norm(vector) * norm)
             assert_same_ranking(ranked(database, query), ranked(driver, query))
+
+
+def test_every_call_to_a_hung_server_fails_within_the_timeout_and_the_same_objects_recover(monkeypatch):
+    """PostgreSQL stopped with SIGSTOP (it holds every connection and answers nothing): a query on both ranking
+    paths, a count, a filtered read, a write and a delete each fail with ``PostgresUnavailableError`` (503) within
+    ``DCSR_PGVECTOR_TIMEOUT_S`` (here 3 s) instead of blocking until the server runs again; once it does, the same
+    store and retrievers answer, and the write that failed wrote nothing (one transaction)."""
+    from haystack.utils import Secret
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+    from postgres import Cluster, new_database_url, pgvector_binaries
+
+    cluster = Cluster(pgvector_binaries())
+    monkeypatch.setenv("DCSR_PG_HUNG", new_database_url("hung", cluster.url))
+    monkeypatch.setenv("DCSR_PGVECTOR_TIMEOUT_S", "3")
+    try:
+        store = PgvectorDocumentStore(
+            connection_string=Secret.from_env_var("DCSR_PG_HUNG"),
+            embedding_dimension=DIM,
+            vector_function="inner_product",
+        )
+        corpus = random_corpus(30, seed=4)
+        store.write_documents(corpus)
+        database = DCSREmbeddingRetriever(document_store=store, model=MODEL, top_k=5, rank_in_database=True)
+        driver = DCSREmbeddingRetriever(document_store=store, model=MODEL, top_k=5)
+        query = list(np.random.default_rng(2).normal(size=DIM))
+        before = ranked(driver, query)
+        extra = random_corpus(31, seed=5)[-3:]
+        calls = {
+            "database": lambda: database.run(query_embedding=query),
+            "driver": lambda: driver.run(query_embedding=query),
+            "count": store.count_documents,
+            "filter": lambda: store.filter_documents({"field": "meta.tenant", "operator": "==", "value": "b"}),
+            "write": lambda: store.write_documents(extra, policy=DuplicatePolicy.OVERWRITE),
+            "delete": lambda: store.delete_documents([corpus[0].id]),
+        }
+        cluster.signal(signal.SIGSTOP)
+        try:
+            for name, call in calls.items():
+                started = time.monotonic()
+                with pytest.raises(PostgresUnavailableError, match="did not answer"):
+                    call()
+                assert time.monotonic() - started < 10, f"{name} waited {time.monotonic() - started:.1f} s"
+        finally:
+            cluster.signal(signal.SIGCONT)
+        assert_same_ranking(ranked(database, query), before)
+        assert_same_ranking(ranked(driver, query), before)
+        assert store.count_documents() == len(corpus)
+    finally:
+        cluster.stop()

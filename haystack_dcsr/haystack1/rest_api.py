@@ -30,13 +30,13 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from haystack_dcsr.core.storage.body_limit import MAX_BODY_BYTES  # the one limit of both servers
 from haystack_dcsr.core.storage.request_errors import RETRY_AFTER_S, first_line, request_status
 
 logger = logging.getLogger(__name__)
 
 QUERY_FIELDS = ("query", "params", "debug")
 FILTER_FIELDS = ("filters",)
-MAX_BODY_BYTES = 1 << 20  # a query or a filter is a few kB; a larger body is refused before it is parsed
 MAX_DEPTH = 32  # the deepest JSON nesting a request may have (a filter of nested $and / $or included)
 
 

@@ -18,8 +18,15 @@ Queries run on connections of this module's own (a small pool per store), not on
 cursor, so concurrent queries neither wait for each other nor read each other's results; a connection that
 finds the server gone is dropped and the query retried once on a new one (PostgreSQL restarted), after which the
 error is ``PostgresUnavailableError``, a ``ConnectionError`` that servers answer with 503.
+
+Every call to the server, the driver's and the store's own (count, filter, write, delete), fails with
+``PostgresUnavailableError`` within ``timeout_s()`` seconds (``DCSR_PGVECTOR_TIMEOUT_S``, 30 by default) when the
+server does not answer: connecting is bounded by libpq's ``connect_timeout``, and a statement by a deadline on
+the client (``core.storage.socket_deadline``), since a hung server cannot enforce a ``statement_timeout`` of its own.
+A write cut by the deadline is rolled back by PostgreSQL with its connection (each call is one transaction).
 """
 
+import functools
 import logging
 import os
 import threading
@@ -36,6 +43,7 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, SentenceHits, Support
 from haystack_dcsr.core.storage.request_errors import first_line
+from haystack_dcsr.core.storage.socket_deadline import socket_deadline
 from haystack_dcsr.core.text.sentence_units import META, PassageRef, SentencePosition, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import StoreSentences
 
@@ -96,14 +104,75 @@ ORDER BY ps.log_none, ps.first_hit, i
 EXP_FLOOR = -700
 
 
+TIMEOUT_VARIABLE = "DCSR_PGVECTOR_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 30.0
+STORE_CALLS = ("count_documents", "filter_documents", "write_documents", "delete_documents")  # on its own connection
+_BOUNDED = "_dcsr_calls_bounded"
+
+
+def timeout_s() -> float:
+    """Seconds any call to PostgreSQL may wait for an answer (``DCSR_PGVECTOR_TIMEOUT_S``; 30 by default)."""
+    value = os.environ.get(TIMEOUT_VARIABLE, "")
+    try:
+        seconds = float(value) if value else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {value!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"{TIMEOUT_VARIABLE} must be > 0, got {value!r}")
+    return seconds
+
+
 class PostgresUnavailableError(ConnectionError):
-    """PostgreSQL did not answer (down, restarting, unreachable): the query can be retried once it is back."""
+    """PostgreSQL did not answer (down, restarting, hung, unreachable): the call can be retried once it is back."""
+
+
+def connect(url: str) -> psycopg.Connection:
+    """A connection whose set-up waits at most ``timeout_s()`` (libpq's ``connect_timeout``, whole seconds)."""
+    try:
+        return psycopg.Connection.connect(url, connect_timeout=max(1, round(timeout_s())))
+    except psycopg.OperationalError as error:
+        raise _unavailable(error) from error
+
+
+def bound_store_calls(document_store) -> None:
+    """Give the store's own calls (``STORE_CALLS``, on its single connection) the same bound as the driver's: a
+    deadline on its connection's socket, and ``connect_timeout`` on a new connection; an unanswered call, or one that
+    finds the server down, is a ``PostgresUnavailableError``. Installed once per store instance, before its guard,
+    so that time spent waiting for another thread's write does not count."""
+    if getattr(document_store, _BOUNDED, False):
+        return
+
+    def socket_of():
+        connection = document_store._connection
+        return None if connection is None or connection.closed else connection.pgconn.socket
+
+    def bounded(method):
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            with socket_deadline(socket_of, timeout_s()) as deadline:
+                try:
+                    return method(*args, **kwargs)
+                except (DocumentStoreError, psycopg.OperationalError) as error:
+                    cause = error if isinstance(error, psycopg.OperationalError) else error.__cause__
+                    if deadline.passed:
+                        raise _unavailable(f"no answer within {timeout_s():g} s") from error
+                    if isinstance(cause, psycopg.OperationalError):
+                        raise _unavailable(cause) from error
+                    raise
+
+        return call
+
+    for name in STORE_CALLS:
+        setattr(document_store, name, bounded(getattr(document_store, name)))
+    document_store._create_connection = lambda: connect(document_store.connection_string.resolve_value() or "")
+    setattr(document_store, _BOUNDED, True)
 
 
 class PgvectorSentences(StoreSentences):
     """A ``PgvectorDocumentStore`` of DCSR sentence Documents, for the driver and for ``rank_in_database``."""
 
     def __init__(self, document_store):
+        bound_store_calls(document_store)
         super().__init__(document_store)
         function = document_store.vector_function
         if function not in DISTANCES:
@@ -263,11 +332,14 @@ class _Connections:
         for attempt in (1, 2):
             pooled, fresh = self._take()
             try:
-                self._set_width(pooled, top_n)
-                with pooled.connection.cursor(row_factory=dict_row) as cursor:
-                    rows = cursor.execute(statement, tuple(values)).fetchall()
+                with socket_deadline(lambda: pooled.connection.pgconn.socket, timeout_s()) as deadline:
+                    self._set_width(pooled, top_n)
+                    with pooled.connection.cursor(row_factory=dict_row) as cursor:
+                        rows = cursor.execute(statement, tuple(values)).fetchall()
             except psycopg.OperationalError as error:
                 pooled.connection.close()
+                if deadline.passed:  # a hung server: asking again would wait as long
+                    raise _unavailable(f"no answer within {timeout_s():g} s") from error
                 if fresh or attempt == 2:
                     raise _unavailable(error) from error
                 continue  # an idle connection the server dropped (a restart): once more on a new one
@@ -280,10 +352,7 @@ class _Connections:
                 self._idle, self._pid = [], os.getpid()
             if self._idle:
                 return self._idle.pop(), False
-        try:
-            connection = psycopg.Connection.connect(self._store.connection_string.resolve_value() or "")
-        except psycopg.OperationalError as error:
-            raise _unavailable(error) from error
+        connection = connect(self._store.connection_string.resolve_value() or "")
         connection.autocommit = True
         try:
             connection.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -307,5 +376,6 @@ class _Connections:
                 self._idle.append(pooled)
 
 
-def _unavailable(error: Exception) -> PostgresUnavailableError:
-    return PostgresUnavailableError(f"PostgreSQL did not answer ({first_line(error)}): retry once the server is back")
+def _unavailable(error) -> PostgresUnavailableError:
+    reason = error if isinstance(error, str) else first_line(error)
+    return PostgresUnavailableError(f"PostgreSQL did not answer ({reason}): retry once the server is back")

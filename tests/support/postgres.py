@@ -13,6 +13,7 @@ import atexit
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -119,14 +120,7 @@ class Cluster:
     def kill(self) -> None:
         """``kill -9`` of the postmaster and of every backend it started, as a crash of the server leaves them;
         returns once they are gone (a restart refuses to start while an orphaned backend holds the memory)."""
-        with open(os.path.join(self.data, "postmaster.pid")) as pid_file:
-            postmaster = int(pid_file.readline())
-        processes = [postmaster] + [pid for pid in _pids() if _parent(pid) == postmaster]
-        for pid in processes:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        processes = self.signal(signal.SIGKILL)
         deadline = time.monotonic() + 30
         while any(os.path.exists(f"/proc/{pid}") and _parent(pid) is not None for pid in processes):
             if time.monotonic() > deadline:
@@ -140,6 +134,19 @@ class Cluster:
         ):
             if os.path.exists(lock):
                 os.remove(lock)
+
+    def signal(self, number: int) -> list:
+        """Send a signal to the postmaster and every backend it started (SIGSTOP: a hung server, which holds its
+        connections and answers nothing; SIGCONT: running again); returns their pids."""
+        with open(os.path.join(self.data, "postmaster.pid")) as pid_file:
+            postmaster = int(pid_file.readline())
+        processes = [postmaster] + [pid for pid in _pids() if _parent(pid) == postmaster]
+        for pid in processes:
+            try:
+                os.kill(pid, number)
+            except ProcessLookupError:
+                pass
+        return processes
 
     def terminate_backends(self, database: str) -> int:
         """``pg_terminate_backend`` on every connection to ``database``; how many there were."""
