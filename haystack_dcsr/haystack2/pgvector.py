@@ -44,7 +44,7 @@ from psycopg.sql import SQL, Composed, Identifier
 from haystack_dcsr.core.ranking.passage_ranking import RankedPassage, SentenceHits, Support
 from haystack_dcsr.core.storage.request_errors import first_line
 from haystack_dcsr.core.storage.socket_deadline import socket_deadline
-from haystack_dcsr.core.text.sentence_units import META, PassageRef, SentencePosition, sentence_ids_of
+from haystack_dcsr.core.text.sentence_units import META, PassageRef, SentencePosition, check_storable, sentence_ids_of
 from haystack_dcsr.haystack2.store_sentences import StoreSentences
 
 logger = logging.getLogger(__name__)
@@ -164,6 +164,15 @@ def bound_store_calls(document_store) -> None:
 
     for name in STORE_CALLS:
         setattr(document_store, name, bounded(getattr(document_store, name)))
+    write = document_store.write_documents
+
+    @functools.wraps(write)
+    def checked_write(documents, *args, **kwargs):
+        for doc in documents:  # before anything is written: the store would drop a NUL from the content
+            check_storable(doc.id, doc.content, doc.meta)
+        return write(documents, *args, **kwargs)
+
+    document_store.write_documents = checked_write
     document_store._create_connection = lambda: connect(document_store.connection_string.resolve_value() or "")
     setattr(document_store, _BOUNDED, True)
 

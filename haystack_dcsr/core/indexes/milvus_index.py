@@ -48,6 +48,7 @@ from haystack_dcsr.core.text.sentence_units import (
     ID_SEPARATOR,
     META,
     PassageRef,
+    check_storable,
     current_sentences,
     head_id,
     position,
@@ -671,6 +672,7 @@ def _unavailable(error) -> bool:
 def check_row_limits(row: Dict[str, Any]) -> None:
     """Refuse a row the server would refuse, naming the sentence and the limit, before anything is written or
     deleted: Milvus refuses a whole request for one row over a field's size."""
+    check_storable(row["passage_id"], row["content"], row["meta"])
     if not row["passage_id"]:  # an empty passage id marks a placeholder (``LIVE``)
         raise ValueError(f"sentence {row['id'][:80]!r} has an empty passage id; nothing was written")
     for field, limit in (("id", ID_LENGTH), ("passage_id", ID_LENGTH), ("content", CONTENT_BYTES)):

@@ -126,8 +126,30 @@ def passage_version(text: str, spans: Sequence[Span]) -> str:
     return digest.hexdigest()
 
 
+def check_storable(passage_id: str, text: Any, meta: Any) -> None:
+    """Refuse, naming the passage, what some store would silently alter: a NUL character (PostgreSQL's text and
+    JSON cannot hold one, and pgvector-haystack drops it from the content), in the id, the text or any meta value."""
+    for where, value in (("id", passage_id), ("text", text), ("meta", meta)):
+        if _holds_nul(value):
+            raise ValueError(
+                f"Passage {str(passage_id)[:60]!r}: its {where} holds a NUL character (\\x00), which a store would "
+                "drop or refuse; remove it first. Nothing was written."
+            )
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
 def sentence_parts(passage_id: str, text: str, meta: Dict[str, Any], spans: Sequence[Span]) -> List[Parts]:
     """The sentence documents of a passage split at ``spans`` (which tile it up to whitespace)."""
+    check_storable(passage_id, text, meta)
     if len(sentence_id(passage_id, len(spans))) > MAX_ID_LENGTH:
         raise ValueError(
             f"Passage id {passage_id[:40]!r}... is too long: sentence ids must fit in {MAX_ID_LENGTH} characters"
