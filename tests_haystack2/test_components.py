@@ -322,7 +322,7 @@ def pgvector_store(**settings):
     from postgres import pgvector_database
 
     os.environ["DCSR_PGVECTOR_URL"] = pgvector_database()  # an env var secret: the store serialises
-    table = f"dcsr_{uuid.uuid4().hex[:8]}"  # index names are the schema's: one pair per table
+    table = settings.pop("table_name", f"dcsr_{uuid.uuid4().hex[:8]}")  # index names are the schema's: one per table
     settings = {
         "embedding_dimension": 384,
         "vector_function": "inner_product",

@@ -275,3 +275,19 @@ def test_every_call_to_a_hung_server_fails_within_the_timeout_and_the_same_objec
         assert store.count_documents() == len(corpus)
     finally:
         cluster.stop()
+
+
+def test_a_table_of_another_width_or_not_of_dcsr_sentences_is_refused_when_the_retriever_is_built():
+    """A 768-d table opened as 384-d, and a plain Haystack Documents table (written without DCSR's splitter): refused
+    by name when the retriever is built, before any corpus is embedded or any query answers ``[]``."""
+    wide = pgvector_store(embedding_dimension=8)
+    wide.write_documents([Document(id="w#0", content="x", embedding=[0.1] * 8)])
+    narrow = pgvector_store(table_name=wide.table_name)  # the same table, 384-d
+    with pytest.raises(ValueError, match="holds 8-dimensional vectors, not the store's embedding_dimension 384"):
+        DCSRRetriever(document_store=narrow, model=MODEL)
+    plain = pgvector_store()
+    plain.write_documents([Document(id="plain", content="A plain Document.", embedding=[0.1] * DIM)])
+    for rank_in_database in (False, True):
+        with pytest.raises(ValueError, match="not DCSR sentences .*DCSRSentenceSplitter"):
+            DCSRRetriever(document_store=plain, model=MODEL, rank_in_database=rank_in_database)
+    assert plain.count_documents() == 1  # nothing was changed

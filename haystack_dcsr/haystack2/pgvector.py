@@ -196,6 +196,39 @@ class PgvectorSentences(StoreSentences):
         self._distance = distance
         self._score = SQL(score).format(d=distance)
         self._connections = _Connections(document_store)
+        self._check_layout()
+
+    def _check_layout(self) -> None:
+        """Refuse, before any corpus is embedded, a table this store cannot serve: vectors of another width than the
+        store's ``embedding_dimension``, or rows that are not DCSR sentences (a plain Haystack Documents table, on
+        which the database path would answer nothing and the driver fail). A server that does not answer now is
+        not an error here: the first query reports it."""
+        store = self.document_store
+        statement = SQL(
+            "SELECT (SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'embedding') "
+            "AS width, (SELECT meta FROM {table} LIMIT 1) AS meta"
+        ).format(table=self._table)
+        exists = SQL("SELECT to_regclass(%s) IS NOT NULL AS found")
+        name = f'"{store.schema_name}"."{store.table_name}"'
+        try:
+            if not self._connections.fetch(exists, (name,), check_table=False)[0]["found"]:
+                return  # the store creates it on first use, with its own width
+            row = self._connections.fetch(statement, (name,), check_table=False)[0]
+        except PostgresUnavailableError:
+            return
+        if row["width"] and row["width"] > 0 and row["width"] != store.embedding_dimension:
+            raise ValueError(
+                f"PostgreSQL table {name} holds {row['width']}-dimensional vectors, not the store's "
+                f"embedding_dimension {store.embedding_dimension}: open it with the towers it was built with, or use "
+                "another table"
+            )
+        meta = row["meta"]
+        if meta is not None and not (isinstance(meta.get(META), dict) and "passage_id" in meta[META]):
+            raise ValueError(
+                f"PostgreSQL table {name} holds Documents that are not DCSR sentences (no {META!r} in their meta): "
+                "it was written without DCSRSentenceSplitter. Index passages through DCSRSentenceSplitter and "
+                "DCSRDocumentEmbedder into another table"
+            )
 
     @property
     def similarity(self) -> str:
@@ -328,9 +361,11 @@ class _Connections:
         self._pid = os.getpid()
         self._table_ready = False
 
-    def fetch(self, statement: Composed, values: Sequence[Any], top_n: int = 0) -> List[Dict[str, Any]]:
-        """The rows of one statement, on a connection of the pool."""
-        if not self._table_ready:  # the store creates its table on its first use: a retriever may come first
+    def fetch(
+        self, statement: Composed, values: Sequence[Any], top_n: int = 0, check_table: bool = True
+    ) -> List[Dict[str, Any]]:
+        """The rows of one statement, on a connection of the pool (``check_table``: the store's table made first)."""
+        if check_table and not self._table_ready:  # the store creates its table on first use: a retriever may be first
             try:
                 self._store.count_documents()
             except DocumentStoreError as error:
