@@ -108,6 +108,7 @@ TIMEOUT_VARIABLE = "DCSR_PGVECTOR_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 30.0
 STORE_CALLS = ("count_documents", "filter_documents", "write_documents", "delete_documents")  # on its own connection
 _BOUNDED = "_dcsr_calls_bounded"
+NO_ANSWER = "no answer within {:g} s"  # a call its deadline ended
 
 
 def timeout_s() -> float:
@@ -155,7 +156,7 @@ def bound_store_calls(document_store) -> None:
                 except (DocumentStoreError, psycopg.OperationalError) as error:
                     cause = error if isinstance(error, psycopg.OperationalError) else error.__cause__
                     if deadline.passed:
-                        raise _unavailable(f"no answer within {timeout_s():g} s") from error
+                        raise _unavailable(NO_ANSWER.format(timeout_s())) from error
                     if isinstance(cause, psycopg.OperationalError):
                         raise _unavailable(cause) from error
                     raise
@@ -383,7 +384,7 @@ class _Connections:
             except psycopg.OperationalError as error:
                 pooled.connection.close()
                 if deadline.passed:  # a hung server: asking again would wait as long
-                    raise _unavailable(f"no answer within {timeout_s():g} s") from error
+                    raise _unavailable(NO_ANSWER.format(timeout_s())) from error
                 if fresh or attempt == 2:
                     raise _unavailable(error) from error
                 continue  # an idle connection the server dropped (a restart): once more on a new one

@@ -1,9 +1,10 @@
 """Metadata filters (Haystack's dict syntax, ``core.indexes.filters``) as Milvus boolean expressions over the
 ``meta`` JSON
-field of ``milvus_index``'s layout, meaning what ``haystack1.filters.matcher`` means on every other store: an empty
-``$or`` selects nothing (``NO_ROW``, never the empty expression, which a delete reads as "every row"), ``$ne``
-holds only where the field exists, a mixed ``$in`` list compares each kind with its own; a comparison with null is
-refused by name. Both Haystacks' Milvus stores filter through it (2.x filters are turned into this syntax first).
+field of ``milvus_index``'s layout, meaning what ``haystack1.filters.matcher`` means on every other store: an
+empty ``$in`` selects nothing (``NO_ROW``, never the empty expression, which a delete reads as "every row"), ``$ne``
+holds only where the field exists, a mixed ``$in`` list compares each kind with its own. What the checker refuses
+(an empty logical clause, a null operand) never reaches the translation. Both Haystacks' Milvus stores filter
+through it (2.x filters are turned into this syntax first).
 """
 
 from typing import Any, Dict, List, Optional, Union
@@ -47,8 +48,7 @@ def _logical(operator: str, value: Any) -> str:
     if operator == "$not":
         return f"not ({_conjunction(value)})"
     items = [{k: v} for k, v in value.items()] if isinstance(value, dict) else list(value)
-    empty = NO_ROW if operator == "$or" else EVERY_ROW  # no alternative holds; every one of no conditions does
-    return _joined([_conjunction(item) for item in items], operator[1:], empty)
+    return _joined([_conjunction(item) for item in items], operator[1:], EVERY_ROW)  # never empty: checked
 
 
 def _joined(parts: List[str], operator: str, empty: str) -> str:

@@ -313,10 +313,8 @@ class MilvusSentenceIndex:
         """Re-write stored sentences in place (``upsert``) with these vectors (None: not embedded)."""
         self._require()
         rows = self._checked_rows(sentences, vectors)
-        by_passage: Dict[str, List[Dict[str, Any]]] = {}
-        for row in rows:
-            by_passage.setdefault(row["passage_id"], []).append(row)
-        for batch in _whole_passages(list(by_passage.values()), WRITE_BATCH):  # a passage searchable all at once
+        passages = _grouped(rows, lambda row: row["passage_id"])
+        for batch in _whole_passages(passages, WRITE_BATCH):  # a passage searchable all at once
             self._request("write vectors", "upsert", batch)
 
     def delete(self, ids: Optional[Sequence[str]] = None, expression: str = "") -> None:
@@ -325,10 +323,8 @@ class MilvusSentenceIndex:
         if not self.exists:
             return
         if ids is not None:
-            by_passage: Dict[str, List[str]] = {}
-            for sid in ids:
-                by_passage.setdefault(sid.rpartition(ID_SEPARATOR)[0], []).append(sid)
-            for batch in _whole_passages(list(by_passage.values()), READ_BATCH):  # a passage goes in one request
+            passages = _grouped(ids, lambda sid: sid.rpartition(ID_SEPARATOR)[0])
+            for batch in _whole_passages(passages, READ_BATCH):  # a passage goes in one request
                 self._request("delete sentences", "delete", filter=f"id in {literal(batch)}")
         else:
             self._request("delete sentences", "delete", filter=expression or EVERY_ROW)
@@ -688,6 +684,14 @@ def check_row_limits(row: Dict[str, Any]) -> None:
             f"sentence {row['id'][:80]!r}: its meta is {size} bytes of JSON, more than the {META_BYTES} a Milvus "
             "collection holds; nothing was written (keep large values outside the document's meta)"
         )
+
+
+def _grouped(items: Sequence[Any], passage_of) -> List[List[Any]]:
+    """``items`` (rows or sentence ids) grouped by passage, in first-seen order, for ``_whole_passages``."""
+    groups: Dict[str, List[Any]] = {}
+    for item in items:
+        groups.setdefault(passage_of(item), []).append(item)
+    return list(groups.values())
 
 
 def _whole_passages(passages: List[List[Any]], size: int) -> Iterator[List[Any]]:
