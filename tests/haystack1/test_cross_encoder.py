@@ -138,5 +138,6 @@ def test_the_1x_node_blends_leaves_its_input_alone_and_ranks_a_batch(model_dir):
         blended.predict_batch([QUESTION], [docs, docs])
     with pytest.raises(ValueError, match="first_stage_weight must be within"):
         CrossEncoderRanker(model=model_dir, first_stage_weight=2.0)
-    with pytest.raises(ValueError, match=r"CrossEncoderRanker: top_k must be an integer in \[1, 2147483647\], or null, got 0"):
+    refused = r"CrossEncoderRanker: top_k must be an integer in \[1, 2147483647\], or null, got 0"
+    with pytest.raises(ValueError, match=refused):
         CrossEncoderRanker(model=model_dir, top_k=0)
