@@ -105,13 +105,14 @@ def served(tmp_path_factory, passages_module):
         while time.monotonic() < deadline:
             assert process.poll() is None, process.stdout.read().decode()[-3000:]
             try:
-                if post(port, {"query": QUESTIONS[0]})[0] == 200:
+                if all(post(port, {"query": QUESTIONS[0]}, name)[0] == 200 for name in ("dcsr", "pg")):
                     break
             except OSError:
                 pass
             time.sleep(0.5)
         else:
-            raise AssertionError("hayhooks did not serve the pipeline in time")
+            process.kill()
+            raise AssertionError(f"hayhooks did not serve both pipelines in time: {process.stdout.read()[-4000:]!r}")
         expected = {
             q: ranked(d.to_dict() for d in pipeline.run({"retrieve": {"query": q}})["retrieve"]["documents"])
             for q in QUESTIONS
@@ -198,3 +199,18 @@ def test_the_serving_contract_holds_for_hayhooks(served, tmp_path):
     assert status in (404, 405) and not marker.exists()
     status, headers, _ = request(port, "/status", None, {"Origin": "http://evil.example"}, method="GET")
     assert status == 200 and "access-control-allow-origin" not in {k.lower() for k in headers}
+
+
+def test_the_server_refuses_to_start_when_a_pipeline_does_not_deploy(tmp_path):
+    """Hayhooks skips a pipeline whose deploy fails and serves the rest (a client then meets a 404); the project's
+    entry point exits instead, naming the pipeline."""
+    folder = tmp_path / "pipelines" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "pipeline.yml").write_text("components: {retrieve: {type: no.such.Component, init_parameters: {}}}\n")
+    (folder / "pipeline_wrapper.py").write_text(WRAPPER)
+    command = [sys.executable, "-m", "haystack_dcsr.haystack2.serve", "--pipelines-dir", str(folder.parent)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    done = subprocess.run([*command, "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=180)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "pipeline(s) broken of" in output and "not serving without them" in output
